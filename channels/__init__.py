@@ -1,0 +1,1 @@
+"""PinClaw's chat channel adapters, one module per platform, loaded by name."""

@@ -1,0 +1,1 @@
+"""PinClaw's agent tools: one module per family, each with ``build(config) -> list[Tool]``."""
