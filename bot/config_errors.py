@@ -1,0 +1,125 @@
+"""Turn a pydantic ``ValidationError`` on the config into one line a person can act on."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+_TOML_NOUNS = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "an array",
+    dict: "a table",
+}
+
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+
+
+def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> str:
+    """The first problem as ``key.path: what is wrong``, noting how many more there are."""
+    errors = exc.errors()
+    first = errors[0]
+    line = f"{key_path(first['loc'])}: {_explain(first, root)}"
+    if len(errors) > 1:
+        more = len(errors) - 1
+        line += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return line
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """Render a pydantic location as ``a.b[0].c``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _explain(error: ErrorDetails, root: type[BaseModel]) -> str:
+    kind = error["type"]
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(root, error["loc"][:-1])
+        name = str(error["loc"][-1])
+        hint = difflib.get_close_matches(name, allowed, n=1)
+        if hint:
+            return f"unknown key; did you mean '{hint[0]}'?"
+        return "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
+    if kind == "missing":
+        parent = _allowed_model(root, error["loc"][:-1])
+        field = parent.model_fields.get(str(error["loc"][-1])) if parent else None
+        if field is not None and _inner_model(field.annotation) is not None:
+            return f"missing required table [{key_path(error['loc'])}]"
+        return "missing required key"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"expected one of {expected}, got {_show(value)}"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {_show(value)}"
+    if kind == "value_error":
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
+
+
+def _show(value: Any) -> str:
+    noun = _TOML_NOUNS.get(type(value))
+    if noun is None:
+        return repr(value)
+    if isinstance(value, list | dict):
+        return noun
+    shown = repr(value) if isinstance(value, str) else str(value).lower()
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{noun} {shown}"
+
+
+def _allowed_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    model = _allowed_model(root, loc)
+    return list(model.model_fields) if model else []
+
+
+def _allowed_model(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The config table model found at ``loc``, if the path leads to one."""
+    model: type[BaseModel] | None = root
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if model else None
+        if field is None:
+            return None
+        model = _inner_model(field.annotation)
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if _is_model(annotation):
+        return typing.cast(type[BaseModel], annotation)
+    if get_origin(annotation) in (list, types.UnionType, typing.Union):
+        for arg in get_args(annotation):
+            found = _inner_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _is_model(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, BaseModel)

@@ -1,0 +1,162 @@
+"""Config loading: strict validation, one clear line per problem, env interpolation, defaults."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from bot.config import Config, ConfigMissing, load_config, parse_config
+from bot.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}
+
+
+def error_for(raw: dict[str, Any], env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env or {})
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "Traceback" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            {"provider": {**LOCAL, "modle": "x"}},
+            "provider.modle: unknown key; did you mean 'model'?",
+        ),
+        ({"provider": {**LOCAL, "kind": "foo"}}, "provider.kind: expected one of 'openai'"),
+        (
+            {"provider": LOCAL, "agent": {"max_tool_iterations": "10"}},
+            "agent.max_tool_iterations: expected an integer, got string '10'",
+        ),
+        ({"provider": {**LOCAL, "timeout_s": True}}, "provider.timeout_s: expected a number"),
+        ({"provider": LOCAL, "tools": {"disabled": "clock"}}, "tools.disabled: expected an array"),
+        ({"provider": LOCAL, "toolz": {}}, "toolz: unknown key; did you mean 'tools'?"),
+        ({}, "provider: missing required table [provider]"),
+        ({"provider": {"kind": "openai"}}, "provider.model: missing required key"),
+        ({"provider": {**LOCAL, "base_url": "ftp://x"}}, "provider.base_url: expected an http://"),
+        (
+            {"provider": {**LOCAL, "max_retries": -1}},
+            "provider.max_retries: input should be greater",
+        ),
+        (
+            {"provider": LOCAL, "general": {"timezone": "Mars/Olympus"}},
+            "general.timezone: expected an IANA timezone name",
+        ),
+        (
+            {"provider": {"kind": "openai", "model": "gpt-4o-mini"}},
+            "provider.api_key: a key is required for kind 'openai'",
+        ),
+        (
+            {"provider": {**LOCAL, "fallbacks": [{"kind": "anthropic", "model": "c"}]}},
+            "provider.fallbacks[0].api_key: a key is required for kind 'anthropic'",
+        ),
+        (
+            {"provider": {**LOCAL, "fallbacks": [{"kind": "gemini", "model": "g", "key": "x"}]}},
+            "provider.fallbacks[0].key: unknown key",
+        ),
+    ],
+)
+def test_each_problem_is_one_line_naming_the_key(raw: dict[str, Any], expected: str) -> None:
+    assert expected in error_for(raw)
+
+
+def test_several_problems_report_the_first_and_count_the_rest() -> None:
+    message = error_for({"provider": {**LOCAL, "a": 1, "b": 2}})
+    assert message.endswith("(and 1 more problem)")
+
+
+def test_secrets_come_from_the_environment() -> None:
+    raw = {"provider": {"kind": "anthropic", "model": "c", "api_key": "${ANTHROPIC_API_KEY}"}}
+    config = parse_config(raw, {"ANTHROPIC_API_KEY": "sk-test"})
+    assert config.provider.key() == "sk-test"
+    assert "sk-test" not in repr(config)
+
+
+def test_a_missing_secret_names_the_key_and_the_variable() -> None:
+    raw = {"provider": {"kind": "anthropic", "model": "c", "api_key": "${ANTHROPIC_API_KEY}"}}
+    message = error_for(raw)
+    assert "provider.api_key: environment variable ANTHROPIC_API_KEY is not set" in message
+
+
+def test_interpolation_defaults_and_embedded_references() -> None:
+    raw = {"provider": {**LOCAL, "base_url": "http://${HOST:-127.0.0.1}:${PORT}/v1"}}
+    config = parse_config(raw, {"PORT": "8080"})
+    assert config.provider.url == "http://127.0.0.1:8080/v1"
+
+
+def test_defaults_fill_every_section() -> None:
+    config = parse_config({"provider": LOCAL}, {})
+    assert config.agent.max_tool_iterations == 10
+    assert config.tools.timeout_s == 30.0
+    assert config.provider.tool_dispatch == "auto"
+    assert config.provider.fallbacks == []
+
+
+def test_load_config_file_errors(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigMissing, match="pinclaw onboard"):
+        load_config(missing, env={})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[provider\nkind = 'openai'\n")
+    with pytest.raises(ConfigError, match=r"broken.toml: not valid TOML: .*line 1"):
+        load_config(broken, env={})
+
+
+def test_config_path_and_data_dir_resolution(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "pinclaw.toml"
+    path.parent.mkdir()
+    path.write_text(
+        '[general]\ndata_dir = "state"\n[provider]\nkind = "ollama"\nmodel = "llama3.2"\n'
+    )
+    loaded = load_config(path, env={})
+    assert loaded.data_dir == path.parent / "state"
+    assert loaded.database == path.parent / "state" / "pinclaw.db"
+    override = load_config(path, env={"PINCLAW_DATA_DIR": str(tmp_path / "elsewhere")})
+    assert override.data_dir == tmp_path / "elsewhere"
+
+
+def test_config_file_from_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "custom.toml"
+    path.write_text('[provider]\nkind = "ollama"\nmodel = "qwen3"\n')
+    monkeypatch.setenv("PINCLAW_CONFIG", str(path))
+    assert load_config(None, env={}).config.provider.model == "qwen3"
+
+
+def test_example_file_is_valid() -> None:
+    raw = tomllib.loads((ROOT / "pinclaw.example.toml").read_text())
+    config = parse_config(raw, {"OPENAI_API_KEY": "sk-test"})
+    assert config.provider.kind == "openai"
+
+
+def test_example_file_documents_every_key() -> None:
+    text = (ROOT / "pinclaw.example.toml").read_text()
+    missing = [
+        key
+        for key in _all_keys(Config)
+        if not re.search(rf"^#?\s*(\[\[?)?[\w.]*\b{re.escape(key)}\b", text, re.MULTILINE)
+    ]
+    assert missing == []
+
+
+def _all_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    keys = []
+    for name, field in model.model_fields.items():
+        keys.append(name)
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        for candidate in inner:
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                keys += _all_keys(candidate, f"{prefix}{name}.")
+    return sorted(set(keys))
