@@ -1,0 +1,124 @@
+"""What the fake model says: scripted replies, and an autopilot for unscripted requests."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Say:
+    """Answer with plain text (which may contain XML tool-call markup)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class CallTools:
+    """Ask for tools. Each call is ``(name, arguments)``; a ``str`` argument is sent raw,
+    so a test can send arguments that are not valid JSON."""
+
+    calls: list[tuple[str, dict[str, Any] | str]]
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error in the wire format's error shape."""
+
+    status: int
+    message: str = "injected failure"
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Hold the request for ``seconds`` before answering with ``then``."""
+
+    seconds: float
+    then: Reply | None = None
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Answer with exactly these bytes, bypassing the wire format: for bodies no
+    well-behaved server would send (not JSON, wrong shapes, an error event mid-stream).
+
+    With ``chunks`` the body is streamed piece by piece, each piece flushed as it is
+    written; then the response ends properly, or with ``cut=True`` the connection is
+    dropped before the end of the chunked body, so the client sees a broken stream.
+    ``body`` is ignored when ``chunks`` is given.
+    """
+
+    status: int = 200
+    body: bytes | str = b""
+    content_type: str = "application/json"
+    chunks: list[bytes | str] | None = None
+    cut: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Reply = Say | CallTools | Fail | Stall | Raw
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """A wire-neutral reading of a request, for the autopilot and for assertions."""
+
+    model: str
+    system: str
+    last_role: str  # "user" or "tool"
+    last_text: str  # the last user text, or the last tool result
+    tool_names: tuple[str, ...]
+    message_count: int
+    stream: bool
+
+
+@dataclass
+class Recorded:
+    """One request the fake received."""
+
+    wire: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    size: int
+    view: RequestView
+    arrived: float = 0.0
+    reply: Reply | None = field(default=None)
+
+
+_ARITHMETIC = re.compile(r"(\d[\d\s.+\-*/()%]*[\d)])")
+
+
+def autopilot(view: RequestView) -> Reply:
+    """A deterministic stand-in for a model when nothing is scripted.
+
+    - after a tool result: report it ("The tool said: ...");
+    - "time" / "date" with a ``clock`` tool: call it;
+    - an arithmetic expression with a ``calculator`` tool: call it;
+    - otherwise greet or echo.
+    """
+    if view.last_role == "tool":
+        return Say(f"The tool said: {view.last_text}")
+    text = view.last_text.lower()
+    if "clock" in view.tool_names and ("time" in text or "date" in text):
+        return CallTools([("clock", {})])
+    match = _ARITHMETIC.search(view.last_text)
+    if "calculator" in view.tool_names and match and any(op in match.group(1) for op in "+-*/"):
+        return CallTools([("calculator", {"expression": match.group(1).strip()})])
+    if text.strip() in {"hi", "hello", "hey"}:
+        return Say("Hello! How can I help?")
+    return Say(f"You said: {view.last_text}")
+
+
+def arguments_json(arguments: dict[str, Any] | str) -> str:
+    """Arguments as the JSON string OpenAI-style wires carry (raw strings pass through)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def arguments_object(arguments: dict[str, Any] | str) -> Any:
+    """Arguments as an object for wires that carry objects (raw strings pass through)."""
+    return arguments
