@@ -1,0 +1,40 @@
+"""Small request and answer rules every provider's wire format applies the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.config import ProviderSpec
+from bot.conversation import MAX_TOKENS, TOOL_USE, CompletionRequest, StopReason
+
+
+def token_limit(spec: ProviderSpec, request: CompletionRequest) -> int:
+    """The request's token budget, capped by the provider's configured ``max_tokens``."""
+    return min(request.max_tokens, spec.max_tokens)
+
+
+def pick_temperature(spec: ProviderSpec, request: CompletionRequest) -> float | None:
+    """The request's temperature, else the configured one, else None (server default)."""
+    return request.temperature if request.temperature is not None else spec.temperature
+
+
+def system_prompt(request: CompletionRequest) -> str | None:
+    """The system prompt to send, or None when it is blank and should be left out."""
+    return request.system if request.system.strip() else None
+
+
+def neutral_stop_reason(raw: object, known: Mapping[str, StopReason], *, has_calls: bool) -> str:
+    """``Completion.stop_reason`` for a provider's own value, translated through ``known``.
+
+    A cut-off wins over tool calls (their arguments may be incomplete); otherwise any
+    tool call means ``tool_use``, because some wires report a plain stop beside calls.
+    A value missing from ``known`` passes through unchanged; no value at all gives "".
+    """
+    mapped = known.get(raw) if isinstance(raw, str) else None
+    if mapped == MAX_TOKENS:
+        return MAX_TOKENS
+    if has_calls:
+        return TOOL_USE
+    if mapped is not None:
+        return mapped
+    return raw if isinstance(raw, str) else ""
