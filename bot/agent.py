@@ -1,0 +1,183 @@
+"""The agent turn: history in, model rounds with tools, reply out, everything stored.
+
+One turn takes a person's message, loads the session's history, and asks the
+model; while the model asks for tools, the calls of one response run
+concurrently and their results go back to the model, for at most
+``max_tool_iterations`` rounds. Every message is committed to SQLite as it is
+produced, so an interrupted turn leaves a history the next turn can use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from bot.config import AgentConfig
+from bot.conversation import ChatMessage, TextSink, ToolCall, Usage
+from bot.dispatch import ToolDispatch
+from bot.history import HistoryStore, TurnRecord
+from bot.history_trim import repair_history, trim_history
+from bot.messages import InboundMessage
+from bot.prompt import PromptBuilder
+from bot.providers.base import Provider
+from bot.tool_api import ToolContext, ToolResult
+from bot.tool_registry import ToolExecutor
+
+log = logging.getLogger(__name__)
+
+TurnStatus = Literal["done", "iteration_limit"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended: the reply and what it took."""
+
+    text: str
+    status: TurnStatus
+    usage: Usage
+    rounds: int
+    tool_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Per-request settings taken from the main provider's config."""
+
+    max_tokens: int = 4096
+    temperature: float | None = None
+
+
+class Agent:
+    """Runs turns; holds no per-chat state (that lives in the history store)."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        tools: ToolExecutor,
+        history: HistoryStore,
+        prompt: PromptBuilder,
+        dispatch: ToolDispatch,
+        settings: AgentConfig,
+        model: ModelSettings,
+        workspace: Path,
+        timezone: ZoneInfo,
+    ) -> None:
+        self._provider = provider
+        self._tools = tools
+        self._history = history
+        self._prompt = prompt
+        self._dispatch = dispatch
+        self._settings = settings
+        self._model = model
+        self._workspace = workspace
+        self._timezone = timezone
+
+    async def new_session(self, message: InboundMessage) -> None:
+        """Start a fresh conversation in ``message``'s chat."""
+        await self._history.new_session(message.session)
+
+    async def run_turn(
+        self,
+        message: InboundMessage,
+        *,
+        channel_context: str,
+        session_id: int | None = None,
+        on_text: TextSink | None = None,
+    ) -> TurnResult:
+        """Answer one message. Provider failures propagate as ``ProviderError``."""
+        if session_id is None:
+            session_id = await self._history.session_for(message.session)
+        earlier = repair_history(await self._history.load(session_id))
+        turn_id = await self._history.start_turn(session_id)
+        user = ChatMessage(role="user", content=message.text)
+        await self._history.append(session_id, [user], turn_id)
+        turn: list[ChatMessage] = [user]
+        ctx = ToolContext(
+            session=message.session,
+            workspace=self._workspace,
+            timezone=self._timezone,
+            sender_id=message.sender_id,
+        )
+        usage, calls_made, status = Usage(), 0, "failed"
+        rounds = 0
+        try:
+            limit = self._settings.max_tool_iterations
+            while rounds < limit:
+                rounds += 1
+                system = self._prompt.build(channel=channel_context)
+                messages = trim_history(
+                    [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
+                )
+                completion = await self._dispatch.complete(
+                    self._provider,
+                    system,
+                    messages,
+                    self._tools.specs(),
+                    max_tokens=self._model.max_tokens,
+                    temperature=self._model.temperature,
+                    on_text=on_text,
+                )
+                usage += completion.usage
+                reply = ChatMessage("assistant", completion.text, completion.tool_calls)
+                await self._history.append(session_id, [reply], turn_id)
+                turn.append(reply)
+                if not completion.tool_calls:
+                    status = "done"
+                    return TurnResult(completion.text, "done", usage, rounds, calls_made)
+                calls_made += len(completion.tool_calls)
+                if rounds == limit:
+                    results = [_not_run(call, limit) for call in completion.tool_calls]
+                else:
+                    results = await self._run_tools(completion.tool_calls, ctx)
+                await self._history.append(session_id, results, turn_id)
+                turn.extend(results)
+            status = "iteration_limit"
+            text = (
+                f"I stopped after {limit} rounds of tool use without finishing "
+                "(the limit is agent.max_tool_iterations). "
+                "Try a smaller request, or ask me to continue."
+            )
+            await self._history.append(session_id, [ChatMessage("assistant", text)], turn_id)
+            return TurnResult(text, "iteration_limit", usage, rounds, calls_made)
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
+        finally:
+            record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
+            await asyncio.shield(self._history.finish_turn(turn_id, record))
+            log.info(
+                "turn %s in %s: %s after %d round(s), %d tool call(s), %d+%d tokens",
+                turn_id,
+                message.session,
+                status,
+                rounds,
+                calls_made,
+                usage.input_tokens,
+                usage.output_tokens,
+            )
+
+    async def _run_tools(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ChatMessage]:
+        results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))
+        return [_result_message(call, result) for call, result in zip(calls, results, strict=True)]
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> ChatMessage:
+    return ChatMessage(
+        role="tool",
+        content=result.for_model(),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        is_error=not result.ok,
+    )
+
+
+def _not_run(call: ToolCall, limit: int) -> ChatMessage:
+    return _result_message(
+        call, ToolResult.failure(f"not run: the turn reached its limit of {limit} tool rounds")
+    )

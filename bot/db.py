@@ -1,0 +1,72 @@
+"""The one SQLite file that holds PinClaw's state, opened through aiosqlite in WAL mode.
+
+Each component (history, and later pairing, cron, memory) owns its tables and
+brings its own ordered list of migrations; ``migrate`` applies the ones a
+database has not seen yet, so components stay independent modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiosqlite
+
+
+class Database:
+    """Owns the connection: ``open`` and ``close`` are idempotent."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: aiosqlite.Connection | None = None
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """The open connection."""
+        if self._conn is None:
+            raise RuntimeError("the database is not open")
+        return self._conn
+
+    async def open(self) -> None:
+        """Open (creating the file and its folder if needed) and set the pragmas."""
+        if self._conn is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(self.path)
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        await conn.execute("PRAGMA busy_timeout=5000")
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions "
+            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        await conn.commit()
+        self._conn = conn
+
+    async def close(self) -> None:
+        """Close the connection if it is open."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+    async def migrate(self, component: str, steps: Sequence[str]) -> None:
+        """Apply the migrations of ``component`` that this database has not run yet."""
+        conn = self.conn
+        async with conn.execute(
+            "SELECT version FROM schema_versions WHERE component = ?", (component,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        current = int(row[0]) if row else 0
+        for version, script in enumerate(steps[current:], start=current + 1):
+            try:
+                await conn.executescript(f"BEGIN;\n{script}")
+                await conn.execute(
+                    "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
+                    "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                    (component, version),
+                )
+                await conn.commit()
+            except BaseException:
+                await conn.rollback()
+                raise

@@ -1,0 +1,188 @@
+"""Per-session conversation history and per-turn usage, stored in SQLite.
+
+A session is one conversation in one chat (channel + chat + thread). ``/new``
+starts a fresh session for the same chat; the old one stays on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.conversation import ChatMessage, ToolCall, Usage
+from bot.db import Database
+from bot.messages import SessionKey
+
+MIGRATIONS = [
+    """
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        thread_id TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX sessions_by_key ON sessions (key, id);
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        turn_id INTEGER,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        is_error INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX messages_by_session ON messages (session_id, id);
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        status TEXT NOT NULL DEFAULT 'running',
+        provider TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        rounds INTEGER NOT NULL DEFAULT 0,
+        tool_calls INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """What a finished turn cost and how it ended."""
+
+    status: str
+    usage: Usage
+    provider: str
+    rounds: int
+    tool_calls: int
+
+
+class HistoryStore:
+    """Reads and writes sessions, messages and turns."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def setup(self) -> None:
+        """Create or upgrade the tables."""
+        await self._db.migrate("history", MIGRATIONS)
+
+    async def session_for(self, key: SessionKey) -> int:
+        """The current session id of a chat, creating the first one if needed."""
+        async with self._db.conn.execute(
+            "SELECT id FROM sessions WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else await self.new_session(key)
+
+    async def new_session(self, key: SessionKey) -> int:
+        """Start a fresh session for a chat and return its id."""
+        cursor = await self._db.conn.execute(
+            "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
+        )
+        await self._db.conn.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def load(self, session_id: int, limit: int = 400) -> list[ChatMessage]:
+        """The last ``limit`` messages of a session, oldest first."""
+        async with self._db.conn.execute(
+            "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error FROM ("
+            " SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+            ") ORDER BY id",
+            (session_id, limit),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [_from_row(row) for row in rows]
+
+    async def append(
+        self, session_id: int, messages: Sequence[ChatMessage], turn_id: int | None = None
+    ) -> None:
+        """Store messages durably (committed before this returns)."""
+        now = time.time()
+        await self._db.conn.executemany(
+            "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
+            "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(session_id, turn_id, *_to_row(m), now) for m in messages],
+        )
+        await self._db.conn.commit()
+
+    async def start_turn(self, session_id: int) -> int:
+        """Record that a turn started; return its id."""
+        cursor = await self._db.conn.execute(
+            "INSERT INTO turns (session_id, started_at) VALUES (?, ?)", (session_id, time.time())
+        )
+        await self._db.conn.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def finish_turn(self, turn_id: int, record: TurnRecord) -> None:
+        """Record how a turn ended and the tokens it used."""
+        await self._db.conn.execute(
+            "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
+            "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
+            (
+                time.time(),
+                record.status,
+                record.provider,
+                record.usage.input_tokens,
+                record.usage.output_tokens,
+                record.rounds,
+                record.tool_calls,
+                turn_id,
+            ),
+        )
+        await self._db.conn.commit()
+
+
+def _to_row(message: ChatMessage) -> tuple[object, ...]:
+    calls = (
+        json.dumps(
+            [
+                {"id": c.id, "name": c.name, "arguments": dict(c.arguments), "error": c.error}
+                for c in message.tool_calls
+            ],
+            ensure_ascii=False,
+        )
+        if message.tool_calls
+        else None
+    )
+    return (
+        message.role,
+        message.content,
+        calls,
+        message.tool_call_id,
+        message.tool_name,
+        int(message.is_error),
+    )
+
+
+def _from_row(row: Sequence[object]) -> ChatMessage:
+    role, content, calls, call_id, tool_name, is_error = row
+    tool_calls = (
+        tuple(
+            ToolCall(c["id"], c["name"], c.get("arguments") or {}, c.get("error"))
+            for c in json.loads(str(calls))
+        )
+        if calls
+        else ()
+    )
+    return ChatMessage(
+        role=role,  # type: ignore[arg-type]
+        content=str(content),
+        tool_calls=tool_calls,
+        tool_call_id=str(call_id) if call_id is not None else None,
+        tool_name=str(tool_name) if tool_name is not None else None,
+        is_error=bool(is_error),
+    )
