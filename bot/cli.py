@@ -1,0 +1,173 @@
+"""The ``pinclaw`` command line.
+
+Each subcommand imports what it needs when it runs, so ``pinclaw --help`` and
+``pinclaw config check`` stay fast and a disabled part's libraries are never
+loaded. Errors meant for people (``UserError``) print as one line on stderr;
+the exit code is 2 for configuration and usage errors, 1 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from bot import __version__
+from bot.errors import ConfigError, UserError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pinclaw`` console script."""
+    args = build_parser().parse_args(argv)
+    from bot.logs import setup_logging
+
+    setup_logging(getattr(args, "log_level", None) or _default_level(args.command))
+    try:
+        code: int = args.handler(args)
+    except ConfigError as exc:
+        print(f"pinclaw: {exc}", file=sys.stderr)
+        return 2
+    except UserError as exc:
+        print(f"pinclaw: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="config file (default: $PINCLAW_CONFIG, else ~/.pinclaw/config.toml)",
+    )
+    common.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=argparse.SUPPRESS,
+        help="log detail on stderr",
+    )
+    parser = argparse.ArgumentParser(
+        prog="pinclaw",
+        description="PinClaw: a chat-channel agent daemon.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    agent = sub.add_parser("agent", parents=[common], help="run one turn and print the reply")
+    agent.add_argument("-m", "--message", required=True, help="what to say to the agent")
+    agent.add_argument(
+        "--session", metavar="NAME", help="continue the named conversation (default: a fresh one)"
+    )
+    agent.set_defaults(handler=_agent)
+
+    chat = sub.add_parser("chat", parents=[common], help="chat with the agent in the terminal")
+    chat.add_argument("--session", metavar="NAME", default="chat", help="conversation name")
+    chat.set_defaults(handler=_chat)
+
+    run = sub.add_parser("run", parents=[common], help="run the daemon with its chat channels")
+    run.set_defaults(handler=_run)
+
+    onboard = sub.add_parser("onboard", parents=[common], help="first-run setup of the provider")
+    onboard.add_argument("--kind", choices=("openai", "anthropic", "gemini", "ollama"))
+    onboard.add_argument("--model")
+    onboard.add_argument(
+        "--base-url", metavar="URL", help="API root, e.g. http://localhost:8080/v1"
+    )
+    onboard.add_argument("--api-key", metavar="KEY", help="written into the config file")
+    onboard.add_argument(
+        "--api-key-env", metavar="VAR", help="reference ${VAR} in the config instead of a key"
+    )
+    onboard.add_argument(
+        "--non-interactive", action="store_true", help="ask nothing; use flags and defaults"
+    )
+    onboard.add_argument("--force", action="store_true", help="replace an existing config")
+    onboard.add_argument(
+        "--skip-check", action="store_true", help="write without asking the model for a reply"
+    )
+    onboard.set_defaults(handler=_onboard)
+
+    config = sub.add_parser("config", parents=[common], help="work with the config file")
+    config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
+    check = config_sub.add_parser("check", parents=[common], help="validate a config file")
+    check.add_argument("path", nargs="?", help="file to check (default: the config in use)")
+    check.set_defaults(handler=_config_check)
+    return parser
+
+
+def _default_level(command: str) -> str:
+    # One-shot and interactive commands keep stderr for errors; the daemon logs its progress.
+    return "info" if command == "run" else "error"
+
+
+def _config_arg(args: argparse.Namespace) -> str | None:
+    value: str | None = getattr(args, "config", None)
+    return value
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+    from bot.terminal_cli import run_agent_once
+
+    loaded = load_config(_config_arg(args))
+    reply = asyncio.run(run_agent_once(loaded, args.message, args.session))
+    print(reply)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+    from bot.terminal_cli import run_chat
+
+    loaded = load_config(_config_arg(args))
+    return asyncio.run(run_chat(loaded, args.session))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+
+    load_config(_config_arg(args))
+    raise ConfigError(
+        "no chat channel is enabled, and this version of PinClaw has no channel adapters yet; "
+        "use `pinclaw chat` or `pinclaw agent -m TEXT` meanwhile"
+    )
+
+
+def _onboard(args: argparse.Namespace) -> int:
+    from bot.config import config_path
+    from bot.onboard import Flags, onboard
+
+    flags = Flags(
+        kind=args.kind,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        api_key_env=args.api_key_env,
+        interactive=not args.non_interactive,
+        force=args.force,
+        check=not args.skip_check,
+    )
+    return onboard(config_path(_config_arg(args)), flags)
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+
+    loaded = load_config(args.path or _config_arg(args))
+    config = loaded.config
+    fallbacks = len(config.provider.fallbacks)
+    print(
+        f"{loaded.path}: OK (provider {config.provider.label} at {config.provider.url}"
+        f"{f', {fallbacks} fallback(s)' if fallbacks else ''}; data in {loaded.data_dir})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The terminal commands: ``pinclaw agent -m`` (one turn) and ``pinclaw chat`` (a REPL).
+
+Both run the same agent loop as the daemon; ``chat`` goes through the router
+with the terminal as its channel, exactly as a Telegram chat would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import secrets
+import sys
+
+from bot.app import open_app
+from bot.config import LoadedConfig
+from bot.messages import InboundMessage
+from bot.router import Router, describe_chat
+
+
+async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:
+    """Run one turn and return the reply; a named session continues its conversation."""
+    async with open_app(loaded) as app:
+        message = InboundMessage(
+            channel="terminal",
+            chat_id=session or f"agent-{secrets.token_hex(4)}",
+            sender_id=login_name(),
+            sender_name=login_name(),
+            text=text,
+        )
+        session_id = None if session else await app.history.new_session(message.session)
+        result = await app.agent.run_turn(
+            message, channel_context=describe_chat(message), session_id=session_id
+        )
+        return result.text
+
+
+async def run_chat(loaded: LoadedConfig, session: str) -> int:
+    """Chat in the terminal until /quit or end of input."""
+    from channels.terminal import TerminalChannel
+
+    async with open_app(loaded) as app:
+        channel = TerminalChannel(chat_id=session, user=login_name())
+        router = Router(app.agent, {channel.name: channel})
+        if sys.stdin.isatty():
+            print(
+                f"PinClaw chat with {loaded.config.provider.label}. "
+                "/help for commands, /quit or Ctrl-D to leave."
+            )
+        worker = asyncio.create_task(router.run(), name="router")
+        await channel.start(router)
+        try:
+            await channel.closed()
+            await router.drain()
+        finally:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            await channel.stop()
+    return 0
+
+
+def login_name() -> str:
+    """The name of the person at the terminal."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "owner"
