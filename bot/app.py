@@ -43,7 +43,8 @@ async def open_app(loaded: LoadedConfig) -> AsyncIterator[App]:
     config = loaded.config
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(httpx.AsyncClient(follow_redirects=False))
-        loaded.workspace.mkdir(parents=True, exist_ok=True)
+        loaded.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        loaded.workspace.mkdir(mode=0o700, exist_ok=True)
         db = Database(loaded.database)
         await db.open()
         stack.push_async_callback(db.close)

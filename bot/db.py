@@ -7,6 +7,7 @@ database has not seen yet, so components stay independent modules.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,7 +32,10 @@ class Database:
         """Open (creating the file and its folder if needed) and set the pragmas."""
         if self._conn is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Conversations are private: create the file for its owner only (SQLite
+        # gives its -wal and -shm files the same mode).
+        os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         conn = await aiosqlite.connect(self.path)
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA synchronous=NORMAL")

@@ -80,7 +80,7 @@ def onboard(path: Path, flags: Flags) -> int:
                 )
                 return 1
         else:
-            out.write(f"It answered in {seconds:.1f} s.\n")
+            out.write(f"It answered in {seconds:.2f} s.\n")
     write_private(path, text)
     out.write(f"Wrote {path} (readable only by you).\nNext: `pinclaw chat` to talk to it.\n")
     return 0

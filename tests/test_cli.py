@@ -69,8 +69,10 @@ def test_agent_answers(llm: FakeLLM, home: Path) -> None:
     write_config(home, local_config(llm.url))
     done = run(home, "agent", "-m", "hi")
     assert (done.returncode, done.stdout, done.stderr) == (0, "Hello! How can I help?\n", "")
-    assert (home / ".pinclaw" / "pinclaw.db").exists()
-    assert (home / ".pinclaw" / "workspace" / "IDENTITY.md").exists()
+    state = home / ".pinclaw"
+    assert (state / "workspace" / "IDENTITY.md").exists()
+    private = [state / "workspace", state / "pinclaw.db"]
+    assert [oct(stat.S_IMODE(p.stat().st_mode)) for p in private] == ["0o700", "0o600"]
 
 
 def test_agent_turn_with_tool_calls(llm: FakeLLM, home: Path) -> None:
@@ -82,6 +84,16 @@ def test_agent_turn_with_tool_calls(llm: FakeLLM, home: Path) -> None:
     calc = run(home, "agent", "-m", "what is 6*7?")
     assert calc.stdout == "The tool said: 6*7 = 42\n"
     assert [r.view.last_role for r in llm.requests] == ["user", "tool", "user", "tool"]
+
+
+def test_agent_xml_tool_calls_for_models_without_native_tools(llm: FakeLLM, home: Path) -> None:
+    write_config(home, local_config(llm.url, 'tool_dispatch = "xml"\n'))
+    done = run(home, "agent", "-m", "what is (2+3)*4?")
+    assert done.stdout == "The tool said: (2+3)*4 = 20\n", done.stderr
+    first, second = llm.requests
+    assert "tools" not in first.body
+    assert "<tool_call>" in first.view.system
+    assert "<tool_result" in second.view.last_text
 
 
 def test_named_session_continues_and_default_is_fresh(llm: FakeLLM, home: Path) -> None:
@@ -218,6 +230,7 @@ def test_onboard_non_interactive_checks_and_writes_a_private_config(
     assert done.returncode == 0, done.stderr
     path = home / ".pinclaw" / "config.toml"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert "It answered in" in done.stdout
     assert llm.requests[0].view.last_text == "Reply with the word: ready"
     assert run(home, "agent", "-m", "hi").stdout == "Hello! How can I help?\n"

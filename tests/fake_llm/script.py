@@ -90,7 +90,9 @@ class Recorded:
     reply: Reply | None = field(default=None)
 
 
-_ARITHMETIC = re.compile(r"(\d[\d\s.+\-*/()%]*[\d)])")
+_ARITHMETIC = re.compile(r"([\d(][\d\s.+\-*/()%]*[\d)])")
+_XML_TOOL_LINE = re.compile(r"^- (\w+): ", re.MULTILINE)
+_XML_RESULT = re.compile(r"<tool_result[^>]*>(.*?)</tool_result>", re.DOTALL)
 
 
 def autopilot(view: RequestView) -> Reply:
@@ -100,15 +102,27 @@ def autopilot(view: RequestView) -> Reply:
     - "time" / "date" with a ``clock`` tool: call it;
     - an arithmetic expression with a ``calculator`` tool: call it;
     - otherwise greet or echo.
+
+    Tools described in the system prompt for XML tool calls count too: calls are
+    then written as ``<tool_call>`` text and results read from ``<tool_result>``.
     """
-    if view.last_role == "tool":
-        return Say(f"The tool said: {view.last_text}")
+    xml = "<tool_call>" in view.system and not view.tool_names
+    tools = tuple(_XML_TOOL_LINE.findall(view.system)) if xml else view.tool_names
+    results = _XML_RESULT.findall(view.last_text) if xml else []
+    if view.last_role == "tool" or results:
+        return Say(f"The tool said: {results[-1] if results else view.last_text}")
     text = view.last_text.lower()
-    if "clock" in view.tool_names and ("time" in text or "date" in text):
-        return CallTools([("clock", {})])
+    call: tuple[str, dict[str, Any]] | None = None
     match = _ARITHMETIC.search(view.last_text)
-    if "calculator" in view.tool_names and match and any(op in match.group(1) for op in "+-*/"):
-        return CallTools([("calculator", {"expression": match.group(1).strip()})])
+    if "clock" in tools and ("time" in text or "date" in text):
+        call = ("clock", {})
+    elif "calculator" in tools and match and any(op in match.group(1) for op in "+-*/"):
+        call = ("calculator", {"expression": match.group(1).strip()})
+    if call and xml:
+        payload = json.dumps({"name": call[0], "arguments": call[1]})
+        return Say(f"<tool_call>{payload}</tool_call>")
+    if call:
+        return CallTools([call])
     if text.strip() in {"hi", "hello", "hey"}:
         return Say("Hello! How can I help?")
     return Say(f"You said: {view.last_text}")
