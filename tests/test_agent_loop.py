@@ -271,7 +271,7 @@ async def test_provider_failure_propagates_and_the_turn_is_recorded(
         await turn(agent, "hi")
     db = history._db.conn
     async with db.execute("SELECT status, rounds FROM turns") as cursor:
-        assert await cursor.fetchall() == [("failed", 1)]
+        assert [tuple(row) for row in await cursor.fetchall()] == [("failed", 1)]
 
 
 async def test_history_carries_over_and_new_session_forgets(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import Fail, FakeLLM, Say
+from tests.provider_cases import closed_port
 
 PINCLAW = Path(sys.executable).parent / "pinclaw"
 
@@ -57,12 +57,6 @@ def one_line(text: str) -> str:
     assert len(lines) == 1, text
     assert "Traceback" not in text
     return lines[0]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_agent_answers(llm: FakeLLM, home: Path) -> None:

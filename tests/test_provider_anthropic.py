@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, CompletionRequest, ToolCall, ToolSpec
+from bot.conversation import ChatMessage, CompletionRequest, ToolCall
 from bot.errors import (
     ProviderAuthError,
     ProviderError,
@@ -24,19 +24,9 @@ from bot.providers.anthropic import AnthropicProvider
 from bot.providers.http import ProviderHttp
 from bot.providers.schema import clean_schema
 from tests.fake_llm import CallTools, Fail, FakeLLM, Raw, Say
+from tests.provider_cases import CALCULATOR, CLOCK, Naps, ignore
 
 KEY = "sk-ant-test"
-CALCULATOR = ToolSpec(
-    "calculator",
-    "Evaluates an arithmetic expression.",
-    {
-        "type": "object",
-        "properties": {"expression": {"type": "string", "description": "e.g. 2+2"}},
-        "required": ["expression"],
-        "additionalProperties": False,
-    },
-)
-CLOCK = ToolSpec("clock", "Tells the current time.", {"type": "object", "properties": {}})
 
 
 def make_spec(base_url: str, **extra: Any) -> ProviderSpec:
@@ -114,7 +104,7 @@ async def test_unreadable_tool_arguments_become_a_call_error(
     llm: FakeLLM, http_client: httpx.AsyncClient, streaming: bool
 ) -> None:
     llm.queue(CallTools([("calculator", '{"expression": "2+')]))
-    on_text = (lambda _piece: None) if streaming else None
+    on_text = ignore if streaming else None
     completion = await provider_for(llm, http_client).complete(ask(), on_text=on_text)
     (call,) = completion.tool_calls
     assert call.name == "calculator"
@@ -245,17 +235,13 @@ async def test_rate_limit_honours_retry_after(llm: FakeLLM, http_client: httpx.A
 async def test_overloaded_is_retried_with_backoff(
     llm: FakeLLM, http_client: httpx.AsyncClient
 ) -> None:
-    delays: list[float] = []
-
-    async def record(delay: float) -> None:
-        delays.append(delay)
-
+    naps = Naps()
     spec = make_spec(llm.url)
-    provider = AnthropicProvider(spec, ProviderHttp(http_client, spec.label, sleep=record))
+    provider = AnthropicProvider(spec, ProviderHttp(http_client, spec.label, sleep=naps))
     llm.queue(Fail(529, "Overloaded"), Say("Made it."))
-    completion = await provider.complete(ask(), on_text=lambda _piece: None)
+    completion = await provider.complete(ask(), on_text=ignore)
     assert completion.text == "Made it."
-    assert len(delays) == 1 and delays[0] > 0
+    assert len(naps.delays) == 1 and naps.delays[0] > 0
     assert len(llm.requests) == 2
 
 
@@ -296,7 +282,7 @@ async def test_stream_cut_short_is_unreachable(
     llm.queue(streamed(START, TEXT_START, HEL, cut=cut))
     provider = provider_for(llm, http_client, max_retries=0)
     with pytest.raises(ProviderUnreachable, match=message):
-        await provider.complete(ask(), on_text=lambda _piece: None)
+        await provider.complete(ask(), on_text=ignore)
 
 
 @pytest.mark.parametrize(
@@ -335,6 +321,6 @@ async def test_stop_reasons_are_neutral(
     else:
         text = {"type": "text", "text": "Hel"}
         llm.queue(Raw(body=json.dumps({**MESSAGE, "content": [text], "stop_reason": raw})))
-    on_text = (lambda _piece: None) if streaming else None
+    on_text = ignore if streaming else None
     completion = await provider_for(llm, http_client).complete(ask(), on_text=on_text)
     assert (completion.text, completion.stop_reason) == ("Hel", neutral)

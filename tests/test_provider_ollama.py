@@ -4,14 +4,13 @@ replies where a test needs a body no well-behaved server would send)."""
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 import httpx
 import pytest
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, CompletionRequest, ToolCall, ToolSpec
+from bot.conversation import ChatMessage, CompletionRequest, ToolCall
 from bot.errors import (
     ProviderAuthError,
     ProviderRequestError,
@@ -24,19 +23,10 @@ from bot.providers.http import ProviderHttp, RetryPolicy
 from bot.providers.ollama import OllamaProvider
 from bot.providers.schema import clean_schema
 from tests.fake_llm import CallTools, Fail, FakeLLM, Raw, Say, Stall
+from tests.provider_cases import CALCULATOR, CLOCK, Naps, closed_port, ignore
 
-CALC = ToolSpec(
-    "calculator",
-    "Evaluate an arithmetic expression.",
-    {
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
-CLOCK = ToolSpec("clock", "The current time.", {"type": "object", "properties": {}})
 ASK = CompletionRequest(
-    system="You are terse.", messages=(ChatMessage("user", "hi"),), tools=(CALC, CLOCK)
+    system="You are terse.", messages=(ChatMessage("user", "hi"),), tools=(CALCULATOR, CLOCK)
 )
 
 
@@ -49,20 +39,6 @@ def provider_for(llm: FakeLLM, client: httpx.AsyncClient, **extra: Any) -> Ollam
     provider = build_provider(make_spec(llm.url, **extra), client)
     assert isinstance(provider, OllamaProvider)
     return provider
-
-
-def ignore(text: str) -> None:
-    """A text sink that drops what it gets (to ask for a streamed answer)."""
-
-
-class Naps:
-    """A ``sleep`` that records the delays it was asked for and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -156,7 +132,7 @@ async def test_tool_round_wire_shape(llm: FakeLLM, http_client: httpx.AsyncClien
             ChatMessage("tool", "4", tool_call_id="call_a", tool_name="calculator"),
             ChatMessage("tool", "12:00", tool_call_id="call_b"),  # name found from the call
         ),
-        tools=(CALC, CLOCK),
+        tools=(CALCULATOR, CLOCK),
     )
     done = await provider_for(llm, http_client).complete(request)
     assert done.text == "The tool said: 12:00"
@@ -184,7 +160,7 @@ async def test_tool_round_wire_shape(llm: FakeLLM, http_client: httpx.AsyncClien
                 "parameters": clean_schema(t.parameters, "conservative"),
             },
         }
-        for t in (CALC, CLOCK)
+        for t in (CALCULATOR, CLOCK)
     ]
     assert "temperature" not in body["options"]
 
@@ -236,10 +212,8 @@ async def test_500_retries_then_gives_up(llm: FakeLLM, http_client: httpx.AsyncC
 
 
 async def test_connection_refused(http_client: httpx.AsyncClient) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    provider = build_provider(make_spec(f"http://127.0.0.1:{port}", max_retries=0), http_client)
+    spec = make_spec(f"http://127.0.0.1:{closed_port()}", max_retries=0)
+    provider = build_provider(spec, http_client)
     with pytest.raises(ProviderUnreachable, match="cannot reach"):
         await provider.complete(ASK)
 

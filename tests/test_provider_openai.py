@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, CompletionRequest, ToolCall, ToolSpec
+from bot.conversation import ChatMessage, CompletionRequest, ToolCall
 from bot.errors import (
     ProviderAuthError,
     ProviderResponseError,
@@ -24,19 +23,10 @@ from bot.providers.http import ProviderHttp, RetryPolicy
 from bot.providers.openai import OpenAIProvider
 from bot.providers.schema import clean_schema
 from tests.fake_llm import CallTools, Fail, FakeLLM, Raw, Say, Stall
+from tests.provider_cases import CALCULATOR, CLOCK, Naps, closed_port, ignore
 
-CALC = ToolSpec(
-    "calculator",
-    "Evaluate an arithmetic expression.",
-    {
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
-CLOCK = ToolSpec("clock", "The current time.", {"type": "object", "properties": {}})
 ASK = CompletionRequest(
-    system="You are terse.", messages=(ChatMessage("user", "hi"),), tools=(CALC, CLOCK)
+    system="You are terse.", messages=(ChatMessage("user", "hi"),), tools=(CALCULATOR, CLOCK)
 )
 
 
@@ -49,27 +39,6 @@ def provider_for(llm: FakeLLM, client: httpx.AsyncClient, **extra: Any) -> OpenA
     provider = build_provider(make_spec(f"{llm.url}/v1", **extra), client)
     assert isinstance(provider, OpenAIProvider)
     return provider
-
-
-def ignore(text: str) -> None:
-    """A text sink that drops what it gets (to ask for a streamed answer)."""
-
-
-class Naps:
-    """A ``sleep`` that records the delays it was asked for and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -141,7 +110,7 @@ async def test_tool_round_wire_shape(llm: FakeLLM, http_client: httpx.AsyncClien
             ChatMessage("tool", "4", tool_call_id="call_1", tool_name="calculator"),
             ChatMessage("tool", "12:00", tool_call_id="call_2", tool_name="clock"),
         ),
-        tools=(CALC, CLOCK),
+        tools=(CALCULATOR, CLOCK),
         temperature=0.2,
     )
     done = await provider_for(llm, http_client).complete(request)
@@ -178,7 +147,7 @@ async def test_tool_round_wire_shape(llm: FakeLLM, http_client: httpx.AsyncClien
                 "parameters": clean_schema(t.parameters, "conservative"),
             },
         }
-        for t in (CALC, CLOCK)
+        for t in (CALCULATOR, CLOCK)
     ]
     assert body["temperature"] == 0.2
     assert llm.requests[0].view.message_count == 4
@@ -366,4 +335,6 @@ async def test_api_openai_com_gets_its_own_schema_and_token_field() -> None:
     body = json.loads(request.content)
     assert body["max_completion_tokens"] == 4096
     assert "max_tokens" not in body
-    assert body["tools"][0]["function"]["parameters"] == clean_schema(CALC.parameters, "openai")
+    assert body["tools"][0]["function"]["parameters"] == clean_schema(
+        CALCULATOR.parameters, "openai"
+    )
