@@ -19,13 +19,12 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from tests.fake_llm.script import Fail, Raw, Recorded, Reply, RequestView, Stall, autopilot
+from tests.threaded_server import ThreadedServer
 
 
 class Wire(Protocol):
@@ -44,25 +43,18 @@ class Wire(Protocol):
     def error_body(self, status: int, message: str) -> dict[str, Any]: ...
 
 
-class FakeLLM:
+class FakeLLM(ThreadedServer):
     """The fake server. Use ``with FakeLLM.running() as llm:`` or ``start()``/``stop()``."""
 
+    name = "fake-llm"
+
     def __init__(self, wires: list[Wire] | None = None) -> None:
+        super().__init__()
         self.wires = wires if wires is not None else default_wires()
         self.requests: list[Recorded] = []
         self._script: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._stop: asyncio.Event | None = None
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        """The server root, e.g. ``http://127.0.0.1:43121``."""
-        return f"http://127.0.0.1:{self.port}"
 
     def queue(self, *replies: Reply) -> None:
         """Append replies; each request takes the next one."""
@@ -81,51 +73,11 @@ class FakeLLM:
                 raise TimeoutError(f"expected {count} requests, got {len(self.requests)}")
             return list(self.requests)
 
-    @classmethod
-    @contextmanager
-    def running(cls, port: int = 0) -> Iterator[FakeLLM]:
-        """Start a server for the duration of a ``with`` block."""
-        server = cls()
-        server.start(port)
-        try:
-            yield server
-        finally:
-            server.stop()
-
-    def start(self, port: int = 0) -> None:
-        """Start serving on 127.0.0.1 (port 0 picks a free port)."""
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._serve, args=(port, ready), name="fake-llm", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake LLM server did not start")
-
-    def stop(self) -> None:
-        """Stop serving and join the thread."""
-        if self._loop and self._stop:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread:
-            self._thread.join(10)
-        self._thread = None
-
-    def _serve(self, port: int, ready: threading.Event) -> None:
-        asyncio.run(self._main(port, ready))
-
-    async def _main(self, port: int, ready: threading.Event) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
+    def make_app(self) -> web.Application:
+        """One catch-all route; each wire decides which paths it serves."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-        ready.set()
-        await self._stop.wait()
-        await self._runner.cleanup()
+        return app
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
