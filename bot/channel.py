@@ -1,17 +1,94 @@
-"""The ``Channel`` port: a chat surface that feeds the inbox and delivers replies."""
+"""The ``Channel`` port: a chat surface that feeds the inbox and delivers replies.
+
+A channel's ``run`` connects and serves until it is cancelled; when the
+connection dies it raises, and the supervisor starts it again with backoff.
+Before a channel acknowledges a message to its platform it awaits
+``inbox.put``, which stores the message durably (and says whether it is a
+duplicate), so nothing acknowledged can be lost.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import asyncio
+import logging
+import ssl
+import time
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
 
+from bot.chat_commands import CommandInfo
 from bot.conversation import TextSink
-from bot.messages import InboundMessage, OutboundMessage
+from bot.errors import PinclawError
+from bot.kv import KeyValueStore
+from bot.messages import Attachment, InboundMessage, OutboundMessage
+
+log = logging.getLogger(__name__)
+
+ConnectionState = Literal["starting", "connected", "reconnecting", "stopped"]
 
 
 class Inbox(Protocol):
     """Where channels put what people send; the core takes messages from here."""
 
-    async def put(self, message: InboundMessage) -> None: ...
+    async def put(self, message: InboundMessage) -> bool:
+        """Store ``message`` durably and queue it; False when it was seen before."""
+        ...
+
+
+class DeliveryError(PinclawError):
+    """A message could not be delivered, even after retries; the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDeps:
+    """What the core gives every adapter: state, the shared TLS context, the commands."""
+
+    state: KeyValueStore
+    ssl: ssl.SSLContext
+    data_dir: Path
+    commands: tuple[CommandInfo, ...]
+
+
+@dataclass(slots=True)
+class ChannelStatus:
+    """A channel's connection state and the time of its last inbound event."""
+
+    name: str
+    state: ConnectionState = "starting"
+    since: float = 0.0
+    detail: str = ""
+    last_inbound_at: float | None = None
+    restarts: int = 0
+    _up: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def connected(self, detail: str) -> None:
+        """Record a (re)connection; logs one line per change."""
+        if self.state != "connected":
+            log.info("%s connected%s", self.name, f" {detail}" if detail else "")
+        self.state, self.since, self.detail = "connected", time.time(), detail
+        self._up.set()
+
+    def disconnected(self, reason: str) -> None:
+        """Record a lost connection and why."""
+        if self.state == "connected":
+            log.warning("%s disconnected: %s", self.name, reason)
+        self.state, self.since, self.detail = "reconnecting", time.time(), reason
+        self._up.clear()
+
+    async def wait_connected(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the channel to be connected; True if it is."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._up.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def heard(self) -> None:
+        """Record that an inbound event arrived now."""
+        self.last_inbound_at = time.time()
 
 
 class Channel(Protocol):
@@ -20,16 +97,23 @@ class Channel(Protocol):
     @property
     def name(self) -> str: ...
 
-    async def start(self, inbox: Inbox) -> None:
-        """Connect and begin putting inbound messages into ``inbox``; idempotent."""
-        ...
+    @property
+    def status(self) -> ChannelStatus: ...
 
-    async def stop(self) -> None:
-        """Disconnect; idempotent."""
+    async def run(self, inbox: Inbox) -> None:
+        """Connect and serve until cancelled; raise when the connection is lost."""
         ...
 
     async def send(self, message: OutboundMessage) -> None:
-        """Deliver ``message`` to its chat."""
+        """Deliver ``message`` (split, paced, retried); raise ``DeliveryError`` if it cannot."""
+        ...
+
+    def typing(self, message: InboundMessage) -> AbstractAsyncContextManager[None]:
+        """Show that a reply to ``message`` is being written, until the block exits."""
+        ...
+
+    async def fetch(self, attachment: Attachment) -> bytes:
+        """Download an attachment of an inbound message."""
         ...
 
 

@@ -1,24 +1,44 @@
-"""Chat commands every channel understands, such as ``/new`` and ``/help``."""
+"""Chat commands every channel understands: /new, /stop, /status, /help.
+
+Adapters register ``CHAT_COMMANDS`` natively where the platform has commands
+(Telegram's command list, Discord application commands, a Slack slash command)
+and turn them into messages whose text starts with the command.
+"""
 
 from __future__ import annotations
 
-from bot.agent import Agent
-from bot.messages import InboundMessage
-
-HELP = """Commands:
-/new  start a fresh conversation (I forget this chat's history)
-/help show this list"""
+from dataclasses import dataclass
 
 
-async def run_command(message: InboundMessage, agent: Agent) -> str | None:
-    """Run ``message`` as a command and return the reply, or None if it is not a command."""
-    text = message.text.strip()
-    if not text.startswith("/"):
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A command's name (without the slash) and the one line people see."""
+
+    name: str
+    description: str
+
+
+CHAT_COMMANDS: tuple[CommandInfo, ...] = (
+    CommandInfo("new", "Start a fresh conversation"),
+    CommandInfo("stop", "Stop the answer in progress"),
+    CommandInfo("status", "Show whether PinClaw is connected and busy"),
+    CommandInfo("help", "List the commands"),
+)
+_NAMES = {c.name for c in CHAT_COMMANDS} | {"start"}
+
+HELP = "Commands:\n" + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``(name, arguments)`` if ``text`` is one of the chat commands, else None.
+
+    ``/new@pinclaw_bot`` (Telegram's form in groups) counts; ``/start`` means help.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
         return None
-    name = text.split(maxsplit=1)[0][1:].split("@", 1)[0].lower()
-    if name == "new":
-        await agent.new_session(message)
-        return "Started a fresh conversation."
-    if name in ("help", "start"):
-        return HELP
-    return None
+    head, _, rest = stripped.partition(" ")
+    name = head[1:].split("@", 1)[0].lower()
+    if name not in _NAMES:
+        return None
+    return ("help" if name == "start" else name), rest.strip()

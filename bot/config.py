@@ -135,6 +135,15 @@ class ToolsConfig(Section):
     max_output_chars: int = Field(default=16000, ge=200)
 
 
+class DaemonConfig(Section):
+    """How ``pinclaw run`` schedules turns and survives restarts."""
+
+    max_concurrent_turns: int = Field(default=4, ge=1, le=64)
+    busy_mode: Literal["queue", "collect"] = "queue"
+    replay_max_age_s: float = Field(default=3600.0, ge=0)
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+
+
 class Config(Section):
     """The whole configuration file."""
 
@@ -142,6 +151,12 @@ class Config(Section):
     provider: ProviderConfig
     agent: AgentConfig = AgentConfig()
     tools: ToolsConfig = ToolsConfig()
+    daemon: DaemonConfig = DaemonConfig()
+    channels: dict[str, BaseModel] = Field(default_factory=dict)
+
+    def enabled_channels(self) -> dict[str, BaseModel]:
+        """The channel settings whose ``enabled`` is true, by channel name."""
+        return {n: s for n, s in self.channels.items() if getattr(s, "enabled", True)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +219,9 @@ def load_config(
 def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config") -> Config:
     """Validate an already-parsed TOML document."""
     data = interpolate(raw, env, source)
+    channels = _parse_channels(data.pop("channels", {}), source)
     try:
-        config = Config.model_validate(data)
+        config = Config.model_validate(data).model_copy(update={"channels": channels})
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, Config)}") from None
     for where, spec in _provider_specs(config):
@@ -215,6 +231,28 @@ def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config
                 f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
             )
     return config
+
+
+def _parse_channels(raw: object, source: str) -> dict[str, BaseModel]:
+    """Validate each ``[channels.NAME]`` table with the model its adapter registers."""
+    from bot.channel_registry import CHANNELS, settings_model
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: channels: expected a table of channel tables")
+    parsed: dict[str, BaseModel] = {}
+    for name, table in raw.items():
+        if name not in CHANNELS:
+            known = ", ".join(CHANNELS)
+            raise ConfigError(f"{source}: channels.{name}: unknown channel (known: {known})")
+        model = settings_model(name)
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: channels.{name}: expected a table")
+        try:
+            parsed[name] = model.model_validate(table)
+        except ValidationError as exc:
+            detail = describe_validation_error(exc, model, prefix=f"channels.{name}")
+            raise ConfigError(f"{source}: {detail}") from None
+    return parsed
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -32,11 +32,16 @@ _EXPECTED = {
 }
 
 
-def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> str:
-    """The first problem as ``key.path: what is wrong``, noting how many more there are."""
-    errors = exc.errors()
+def describe_validation_error(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> str:
+    """The first problem as ``key.path: what is wrong``, noting how many more there are.
+
+    Unknown keys are reported first: a typo is usually why a required key is missing.
+    ``prefix`` is the path of ``root`` inside the file, e.g. ``channels.telegram``.
+    """
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
-    line = f"{key_path(first['loc'])}: {_explain(first, root)}"
+    path = ".".join(p for p in (prefix, key_path(first["loc"]) if first["loc"] else "") if p)
+    line = f"{path or '(top level)'}: {_explain(first, root)}"
     if len(errors) > 1:
         more = len(errors) - 1
         line += f" (and {more} more problem{'s' if more > 1 else ''})"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from bot.channel_registry import CHANNELS, settings_model
 from bot.config import Config, ConfigMissing, load_config, parse_config
 from bot.errors import ConfigError
 
@@ -135,16 +136,26 @@ def test_config_file_from_environment_variable(
 
 
 def test_example_file_is_valid() -> None:
-    raw = tomllib.loads((ROOT / "pinclaw.example.toml").read_text())
-    config = parse_config(raw, {"OPENAI_API_KEY": "sk-test"})
+    text = (ROOT / "pinclaw.example.toml").read_text()
+    config = parse_config(tomllib.loads(text), {"OPENAI_API_KEY": "sk-test"})
     assert config.provider.kind == "openai"
+    # The commented channel tables are valid too, once uncommented.
+    head, _, tables = text.partition("# [channels.telegram]")
+    tables = re.sub(
+        r"^# (\[channels\.|[a-z_]+ = )", r"\1", "# [channels.telegram]" + tables, flags=re.M
+    )
+    uncommented = head + tables
+    env = {k: "x" for k in re.findall(r"\$\{(\w+)\}", text)}
+    config = parse_config(tomllib.loads(uncommented), env)
+    assert sorted(config.channels) == ["discord", "slack", "telegram"]
 
 
 def test_example_file_documents_every_key() -> None:
     text = (ROOT / "pinclaw.example.toml").read_text()
+    models = [Config, *(settings_model(name) for name in CHANNELS)]
     missing = [
         key
-        for key in _all_keys(Config)
+        for key in sorted({k for model in models for k in _all_keys(model)})
         if not re.search(rf"^#?\s*(\[\[?)?[\w.]*\b{re.escape(key)}\b", text, re.MULTILINE)
     ]
     assert missing == []
