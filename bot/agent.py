@@ -89,12 +89,19 @@ class Agent:
         channel_context: str,
         session_id: int | None = None,
         on_text: TextSink | None = None,
+        inbound_id: int | None = None,
     ) -> TurnResult:
-        """Answer one message. Provider failures propagate as ``ProviderError``."""
+        """Answer one message. Provider failures propagate as ``ProviderError``.
+
+        ``inbound_id`` ties the turn to its stored inbound message; a message
+        answered again after a restart first drops its interrupted attempt.
+        """
+        if inbound_id is not None and await self._history.discard_unfinished(inbound_id):
+            log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
         if session_id is None:
             session_id = await self._history.session_for(message.session)
         earlier = repair_history(await self._history.load(session_id))
-        turn_id = await self._history.start_turn(session_id)
+        turn_id = await self._history.start_turn(session_id, inbound_id)
         user = ChatMessage(role="user", content=message.text)
         await self._history.append(session_id, [user], turn_id)
         turn: list[ChatMessage] = [user]
@@ -146,7 +153,7 @@ class Agent:
             await self._history.append(session_id, [ChatMessage("assistant", text)], turn_id)
             return TurnResult(text, "iteration_limit", usage, rounds, calls_made)
         except asyncio.CancelledError:
-            status = "cancelled"
+            status = "interrupted"
             raise
         finally:
             record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)

@@ -21,6 +21,7 @@ from bot.dispatch import ToolDispatch
 from bot.history import HistoryStore
 from bot.prompt import PromptBuilder
 from bot.providers import build_provider_chain
+from bot.tls import shared_ssl_context
 from bot.tool_registry import ToolRegistry, build_registry
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,9 @@ async def open_app(loaded: LoadedConfig) -> AsyncIterator[App]:
     """Build and start the core; close everything on exit, in reverse order."""
     config = loaded.config
     async with AsyncExitStack() as stack:
-        client = await stack.enter_async_context(httpx.AsyncClient(follow_redirects=False))
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(verify=shared_ssl_context(), follow_redirects=False)
+        )
         loaded.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         loaded.workspace.mkdir(mode=0o700, exist_ok=True)
         db = Database(loaded.database)

@@ -93,6 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     onboard.set_defaults(handler=_onboard)
 
+    pairing = sub.add_parser("pairing", parents=[common], help="admit people who asked to talk")
+    pairing_sub = pairing.add_subparsers(dest="pairing_command", required=True, metavar="ACTION")
+    listing = pairing_sub.add_parser(
+        "list", parents=[common], help="codes waiting and people admitted"
+    )
+    listing.set_defaults(handler=_pairing)
+    approve = pairing_sub.add_parser("approve", parents=[common], help="admit the sender of CODE")
+    approve.add_argument("code")
+    approve.set_defaults(handler=_pairing)
+    revoke = pairing_sub.add_parser("revoke", parents=[common], help="remove an admitted person")
+    revoke.add_argument("channel")
+    revoke.add_argument("user_id")
+    revoke.set_defaults(handler=_pairing)
+
     config = sub.add_parser("config", parents=[common], help="work with the config file")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = config_sub.add_parser("check", parents=[common], help="validate a config file")
@@ -131,11 +145,27 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from bot.config import load_config
+    from bot.daemon import run_daemon
+    from bot.logs import setup_logging
 
-    load_config(_config_arg(args))
-    raise ConfigError(
-        "no chat channel is enabled, and this version of PinClaw has no channel adapters yet; "
-        "use `pinclaw chat` or `pinclaw agent -m TEXT` meanwhile"
+    loaded = load_config(_config_arg(args))
+    setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
+    return asyncio.run(run_daemon(loaded))
+
+
+def _pairing(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+    from bot.pairing_cli import run_pairing
+
+    loaded = load_config(_config_arg(args))
+    return asyncio.run(
+        run_pairing(
+            loaded,
+            args.pairing_command,
+            code=getattr(args, "code", ""),
+            channel=getattr(args, "channel", ""),
+            user_id=getattr(args, "user_id", ""),
+        )
     )
 
 

@@ -52,6 +52,10 @@ MIGRATIONS = [
         tool_calls INTEGER NOT NULL DEFAULT 0
     );
     """,
+    """
+    ALTER TABLE turns ADD COLUMN inbound_id INTEGER;
+    CREATE INDEX turns_by_inbound ON turns (inbound_id);
+    """,
 ]
 
 
@@ -118,14 +122,37 @@ class HistoryStore:
         )
         await self._db.conn.commit()
 
-    async def start_turn(self, session_id: int) -> int:
-        """Record that a turn started; return its id."""
+    async def start_turn(self, session_id: int, inbound_id: int | None = None) -> int:
+        """Record that a turn started (answering inbound message ``inbound_id``); return its id."""
         cursor = await self._db.conn.execute(
-            "INSERT INTO turns (session_id, started_at) VALUES (?, ?)", (session_id, time.time())
+            "INSERT INTO turns (session_id, started_at, inbound_id) VALUES (?, ?, ?)",
+            (session_id, time.time(), inbound_id),
         )
         await self._db.conn.commit()
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+    async def discard_unfinished(self, inbound_id: int) -> int:
+        """Forget what earlier, unfinished attempts at answering ``inbound_id`` left in history.
+
+        A turn cut short by a crash or a shutdown is answered again after the
+        restart; its partial messages would otherwise appear twice. Returns how
+        many attempts were discarded (they stay in ``turns`` as ``interrupted``).
+        """
+        conn = self._db.conn
+        async with conn.execute(
+            "SELECT id FROM turns WHERE inbound_id = ? AND status IN ('running', 'interrupted')",
+            (inbound_id,),
+        ) as cursor:
+            ids = [int(row[0]) for row in await cursor.fetchall()]
+        if ids:
+            marks = ",".join("?" * len(ids))
+            await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
+            await conn.execute(
+                f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
+            )
+            await conn.commit()
+        return len(ids)
 
     async def finish_turn(self, turn_id: int, record: TurnRecord) -> None:
         """Record how a turn ended and the tokens it used."""

@@ -1,67 +1,247 @@
-"""The router: takes messages from the inbox, runs a command or an agent turn, sends the reply.
+"""The router: every inbound message passes here on its way to an answer.
 
-This is where errors meet people: a ``UserError`` (a provider that is down, a key
-that is rejected) becomes its plain sentence, and anything else is logged as a
-bug with an id. No traceback ever reaches a chat.
+``put`` (the inbox every channel feeds) decides access, stores the message
+durably, recognises duplicate deliveries, runs chat commands at once and
+queues everything else per session. A turn runs the agent, delivers the reply
+and records the outcome in the inbound store; messages still pending at start
+(an interrupted turn, a crash) are answered by ``replay``, unless too old.
+
+This is also where errors meet people: a ``UserError`` becomes its plain
+sentence, anything else is logged as a bug with an id. No traceback ever
+reaches a chat.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
+from bot.access import AccessControl
 from bot.agent import Agent
-from bot.channel import Channel, StreamingChannel
-from bot.chat_commands import run_command
-from bot.errors import UserError, bug_message, log_bug
+from bot.channel import Channel, DeliveryError, StreamingChannel
+from bot.chat_commands import HELP, parse_command
+from bot.config import DaemonConfig
+from bot.errors import PinclawError, UserError, bug_message, log_bug
+from bot.inbound import InboundStore
 from bot.messages import InboundMessage, OutboundMessage
+from bot.pairing import PairingStore
+from bot.sessions import STOP, Job, SessionRunner
+from bot.status import describe_status
 
 log = logging.getLogger(__name__)
 
 
-class Router:
-    """Handles inbound messages one at a time, in arrival order."""
+class ShuttingDown(PinclawError):
+    """The daemon is stopping: the message was not taken, so the platform keeps it."""
 
-    def __init__(self, agent: Agent, channels: Mapping[str, Channel]) -> None:
+
+class Router:
+    """Accepts, stores, queues and answers inbound messages."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        channels: Mapping[str, Channel],
+        inbound: InboundStore,
+        settings: DaemonConfig,
+        access: AccessControl | None = None,
+        pairing: PairingStore | None = None,
+        model_label: str = "",
+    ) -> None:
         self._agent = agent
         self._channels = channels
-        self._queue: asyncio.Queue[InboundMessage] = asyncio.Queue()
+        self._inbound = inbound
+        self._settings = settings
+        self._access = access
+        self._pairing = pairing
+        self._model_label = model_label
+        self._runner = SessionRunner(
+            self._turn,
+            max_concurrent=settings.max_concurrent_turns,
+            busy_mode=settings.busy_mode,
+            on_dropped=self._mark_stopped,
+        )
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._started = time.time()
 
-    async def put(self, message: InboundMessage) -> None:
-        """The inbox: channels put what people send here."""
-        await self._queue.put(message)
+    async def put(self, message: InboundMessage) -> bool:
+        """The inbox: store and queue ``message``; False if it was delivered before."""
+        if self._closing:
+            raise ShuttingDown("PinClaw is stopping")
+        channel = self._channels.get(message.channel)
+        if channel is None:
+            log.warning("dropped a message from unknown channel %s", message.channel)
+            return True
+        channel.status.heard()
+        if self._access is not None:
+            decision = await self._access.decide(message)
+            if decision.action == "drop":
+                log.info(
+                    "dropped message %s on %s: %s",
+                    message.message_id,
+                    message.channel,
+                    decision.reason,
+                )
+                return True
+            if decision.action == "pair":
+                self._spawn(self._offer_pairing(message, decision.reason))
+                return True
+        row = await self._inbound.record(message)
+        if row is None:
+            log.info(
+                "ignored a second delivery of message %s on %s", message.message_id, message.channel
+            )
+            return False
+        self._dispatch(Job(row, message))
+        return True
 
-    async def run(self) -> None:
-        """Handle messages until cancelled."""
-        while True:
-            message = await self._queue.get()
-            try:
-                await self.handle(message)
-            finally:
-                self._queue.task_done()
+    async def replay(self, channel_timeout_s: float = 60.0) -> None:
+        """Answer messages left pending by a stop or crash; skip those older than the limit."""
+        max_age = self._settings.replay_max_age_s
+        for stored in await self._inbound.pending():
+            message = stored.message
+            age = time.time() - message.received_at
+            channel = self._channels.get(message.channel)
+            if channel is None or age > max_age:
+                why = "its channel is not enabled" if channel is None else f"it is {age:.0f} s old"
+                log.warning(
+                    "not answering message %s from before the restart: %s", message.message_id, why
+                )
+                await self._inbound.mark(stored.id, "skipped", why)
+                continue
+            log.info("answering message %s left unanswered before the restart", message.message_id)
+            if not await channel.status.wait_connected(channel_timeout_s):
+                log.warning(
+                    "%s is not connected yet; the replayed reply may be delayed", message.channel
+                )
+            self._dispatch(Job(stored.id, message))
 
     async def drain(self) -> None:
-        """Wait until every message put so far has been answered."""
-        await self._queue.join()
+        """Wait until every accepted message has been handled."""
+        while self._tasks or self._runner.busy():
+            await self._runner.idle()
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def handle(self, message: InboundMessage) -> None:
-        """Answer one message on its channel."""
+    async def shutdown(self, grace_s: float) -> None:
+        """Refuse new messages; let running turns finish within ``grace_s``, then interrupt them."""
+        self._closing = True
+        await self._runner.shutdown(grace_s)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=max(grace_s, 1.0))
+
+    def _dispatch(self, job: Job) -> None:
+        command = parse_command(job.message.text)
+        if command is None:
+            self._runner.submit(job)
+        else:
+            self._spawn(self._command(job, *command))
+
+    async def _command(self, job: Job, name: str, args: str) -> None:
+        message = job.message
+        if name == "new":
+            await self._agent.new_session(message)
+            text = "Started a fresh conversation."
+        elif name == "stop":
+            stopped = await self._runner.stop(message.session)
+            text = "Stopped." if stopped else "Nothing to stop."
+        elif name == "status":
+            text = describe_status(
+                started=self._started,
+                model=self._model_label,
+                channels=[c.status for c in self._channels.values()],
+                running=self._runner.is_running(message.session),
+                waiting=self._runner.waiting(message.session),
+            )
+        else:
+            text = HELP
+        await self._finish([job], self._channels[message.channel], text)
+
+    async def _turn(self, jobs: list[Job]) -> None:
+        message = jobs[-1].message
+        if len(jobs) > 1:
+            joined = "\n\n".join(job.message.text for job in jobs)
+            message = dataclasses.replace(message, text=joined)
         channel = self._channels[message.channel]
         try:
-            text = await run_command(message, self._agent)
-            if text is None:
-                sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
-                result = await self._agent.run_turn(
-                    message, channel_context=describe_chat(message), on_text=sink
-                )
-                text = result.text or "(the model sent an empty reply)"
+            async with channel.typing(message):
+                text = await self._answer(message, channel, jobs[0].row_id)
+                await self._finish(jobs, channel, text)
+        except asyncio.CancelledError as exc:
+            if exc.args and exc.args[0] == STOP:
+                await asyncio.shield(self._mark_stopped(jobs))
+            raise
+
+    async def _answer(self, message: InboundMessage, channel: Channel, inbound_id: int) -> str:
+        sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
+        try:
+            result = await self._agent.run_turn(
+                message,
+                channel_context=describe_chat(message),
+                on_text=sink,
+                inbound_id=inbound_id,
+            )
         except UserError as exc:
-            log.warning("turn for %s failed: %s", message.session, exc)
-            text = f"Sorry, I could not answer: {exc}"
+            log.warning("turn in %s failed: %s", message.session, exc)
+            return f"Sorry, I could not answer: {exc}"
         except Exception as exc:
-            text = bug_message(log_bug(log, f"handling a message in {message.session}", exc))
-        await channel.send(OutboundMessage.reply(message, text))
+            return bug_message(log_bug(log, f"turn in {message.session} crashed", exc))
+        return result.text or "(the model sent an empty reply)"
+
+    async def _finish(self, jobs: list[Job], channel: Channel, text: str) -> None:
+        """Deliver the reply to the last job's message and record the outcome of all jobs."""
+        message = jobs[-1].message
+        try:
+            await channel.send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("reply in %s was not delivered: %s", message.session, exc)
+            status, note = "failed", str(exc)
+        else:
+            status, note = "answered", ""
+        for job in jobs:
+            await self._inbound.mark(job.row_id, status, note)  # type: ignore[arg-type]
+
+    async def _mark_stopped(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            await self._inbound.mark(job.row_id, "stopped")
+
+    async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
+        if self._pairing is None:
+            return
+        outcome = await self._pairing.request(
+            message.channel, message.sender_id, message.sender_name, message.chat_id
+        )
+        if outcome.kind != "new" or outcome.request is None:
+            why = "a code was already sent" if outcome.kind == "waiting" else "too many codes wait"
+            log.info("dropped message on %s: %s; %s", message.channel, reason, why)
+            return
+        code = outcome.request.code
+        log.info("%s: %s; sent pairing code %s", message.channel, reason, code)
+        text = (
+            "Hi! I only talk with people my owner knows.\n\n"
+            f"Your pairing code is **{code}**. Send it to the owner; they can let you in with "
+            f"`pinclaw pairing approve {code}`. The code expires in 1 hour."
+        )
+        try:
+            await self._channels[message.channel].send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("could not send the pairing code on %s: %s", message.channel, exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log_bug(log, "background reply failed", task.exception())
 
 
 def describe_chat(message: InboundMessage) -> str:
@@ -69,5 +249,10 @@ def describe_chat(message: InboundMessage) -> str:
     who = message.sender_name or message.sender_id
     if message.channel == "terminal":
         return f"You are talking with {who}, your owner, in a terminal on the machine you run on."
-    kind = "a direct chat" if message.is_direct else "a group chat"
-    return f"You are talking with {who} in {kind} on {message.channel.capitalize()}."
+    if message.is_direct:
+        return f"You are talking with {who} in a direct chat on {message.channel.capitalize()}."
+    title = f" {message.chat_title!r}" if message.chat_title else ""
+    return (
+        f"You are in the group chat{title} on {message.channel.capitalize()}; "
+        f"{who} wrote the latest message."
+    )

@@ -6,14 +6,13 @@ with the terminal as its channel, exactly as a Telegram chat would.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import getpass
 import secrets
 import sys
 
 from bot.app import open_app
 from bot.config import LoadedConfig
+from bot.inbound import InboundStore
 from bot.messages import InboundMessage
 from bot.router import Router, describe_chat
 
@@ -40,23 +39,23 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
     from channels.terminal import TerminalChannel
 
     async with open_app(loaded) as app:
+        inbound = InboundStore(app.db)
+        await inbound.setup()
         channel = TerminalChannel(chat_id=session, user=login_name())
-        router = Router(app.agent, {channel.name: channel})
+        router = Router(
+            agent=app.agent,
+            channels={channel.name: channel},
+            inbound=inbound,
+            settings=loaded.config.daemon,
+            model_label=loaded.config.provider.label,
+        )
         if sys.stdin.isatty():
             print(
                 f"PinClaw chat with {loaded.config.provider.label}. "
                 "/help for commands, /quit or Ctrl-D to leave."
             )
-        worker = asyncio.create_task(router.run(), name="router")
-        await channel.start(router)
-        try:
-            await channel.closed()
-            await router.drain()
-        finally:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
-            await channel.stop()
+        await channel.run(router)
+        await router.drain()
     return 0
 
 

@@ -2,20 +2,22 @@
 
 Lines typed at the prompt become inbound messages; replies are printed, and
 streamed as the model writes them. The next prompt appears only after the
-reply, so the conversation reads in order. ``/quit``, ``/exit`` or end of input
-(Ctrl-D) closes the channel.
+reply, so the conversation reads in order. ``run`` returns when the person
+leaves with ``/quit``, ``/exit`` or end of input (Ctrl-D).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
+from collections.abc import AsyncIterator
 from typing import TextIO
 
-from bot.channel import Inbox
+from bot.channel import ChannelStatus, DeliveryError, Inbox
 from bot.conversation import TextSink
-from bot.messages import InboundMessage, OutboundMessage
+from bot.messages import Attachment, InboundMessage, OutboundMessage
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
 
@@ -42,26 +44,30 @@ class TerminalChannel:
         self._closed = asyncio.Event()
         self._thread: threading.Thread | None = None
         self._streamed = False
-        self._count = 0
+        self.status = ChannelStatus(self.name)
 
-    async def start(self, inbox: Inbox) -> None:
-        """Begin reading lines; idempotent."""
-        if self._thread is not None:
-            return
+    async def run(self, inbox: Inbox) -> None:
+        """Read lines until the person leaves (the reader thread is a daemon thread)."""
         loop = asyncio.get_running_loop()
         self._ready.set()
         self._thread = threading.Thread(
             target=self._read_lines, args=(loop, inbox), name="terminal-input", daemon=True
         )
         self._thread.start()
+        self.status.connected("")
+        try:
+            await self._closed.wait()
+        finally:
+            self._closed.set()
 
-    async def stop(self) -> None:
-        """Stop reading; the reader thread is a daemon and ends with the process."""
-        self._closed.set()
+    @contextlib.asynccontextmanager
+    async def typing(self, message: InboundMessage) -> AsyncIterator[None]:
+        """The terminal shows the reply as it streams; nothing to do."""
+        yield
 
-    async def closed(self) -> None:
-        """Wait until the person leaves (``/quit`` or end of input)."""
-        await self._closed.wait()
+    async def fetch(self, attachment: Attachment) -> bytes:
+        """The terminal has no attachments."""
+        raise DeliveryError("the terminal has no attachments")
 
     async def send(self, message: OutboundMessage) -> None:
         """Print a reply (or finish a streamed one) and show the next prompt."""
@@ -101,14 +107,12 @@ class TerminalChannel:
             if not line.strip():
                 self._ready.set()
                 continue
-            self._count += 1
             message = InboundMessage(
                 channel=self.name,
                 chat_id=self._chat_id,
                 sender_id=self._user,
                 sender_name=self._user,
                 text=line.strip(),
-                message_id=str(self._count),
             )
             asyncio.run_coroutine_threadsafe(inbox.put(message), loop)
 

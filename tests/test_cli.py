@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.db import Database
+from bot.pairing import PairingStore
 from tests.fake_llm import Fail, FakeLLM, Say
 from tests.provider_cases import closed_port
 
@@ -305,3 +308,31 @@ def test_disabled_parts_are_not_imported(llm: FakeLLM, home: Path, tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+async def test_pairing_list_approve_and_revoke(home: Path) -> None:
+    write_config(home, '[provider]\nkind = "ollama"\nmodel = "m"\n')
+    db = Database(home / ".pinclaw" / "pinclaw.db")
+    await db.open()
+    store = PairingStore(db)
+    await store.setup()
+    outcome = await store.request("telegram", "4242", "Eve", "4242")
+    await db.close()
+    assert outcome.request is not None
+    code = outcome.request.code
+
+    listing = await asyncio.to_thread(run, home, "pairing", "list")
+    assert listing.returncode == 0
+    assert f"{code}  telegram  Eve (id 4242)  expires in 59 min" in listing.stdout
+
+    approved = await asyncio.to_thread(run, home, "pairing", "approve", code.lower())
+    assert (approved.returncode, approved.stdout) == (0, "Admitted Eve (id 4242) on telegram.\n")
+    again = await asyncio.to_thread(run, home, "pairing", "approve", code)
+    assert again.returncode == 1
+    assert "no pairing code" in one_line(again.stderr)
+    listing = await asyncio.to_thread(run, home, "pairing", "list")
+    assert "No pairing codes are waiting." in listing.stdout
+    assert "telegram  Eve (id 4242)  since" in listing.stdout
+
+    revoked = await asyncio.to_thread(run, home, "pairing", "revoke", "telegram", "4242")
+    assert revoked.stdout == "Removed 4242 on telegram.\n"

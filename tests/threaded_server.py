@@ -79,7 +79,8 @@ class ThreadedServer:
     async def _main(self, port: int, ready: threading.Event) -> None:
         self.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        runner = web.AppRunner(self.make_app(), handle_signals=False)
+        # Handlers still running at shutdown (a stalled reply) are cancelled, not awaited.
+        runner = web.AppRunner(self.make_app(), handle_signals=False, shutdown_timeout=0.5)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", port)
         await site.start()

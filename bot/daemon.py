@@ -1,0 +1,160 @@
+"""``pinclaw run``: the long-running daemon with its chat channels.
+
+``Daemon.open`` builds everything from the config (the core, the stores, the
+enabled channels, the router); ``start`` runs each channel under supervision
+and replays messages left unanswered; ``stop`` stops taking messages, lets
+running turns finish within ``[daemon] shutdown_grace_s`` (later ones are
+recorded as interrupted and answered after the next start), then closes the
+channels. ``run_daemon`` does all three around waiting for SIGTERM or SIGINT.
+Tests drive the same ``Daemon`` the command runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from bot import __version__
+from bot.access import AccessControl
+from bot.app import App, open_app
+from bot.channel import Channel, ChannelDeps
+from bot.channel_registry import adapter_class
+from bot.channel_settings import ChannelSettings
+from bot.chat_commands import CHAT_COMMANDS
+from bot.config import LoadedConfig
+from bot.errors import ConfigError
+from bot.inbound import InboundStore
+from bot.kv import KeyValueStore
+from bot.pairing import PairingStore
+from bot.router import Router
+from bot.supervisor import supervise
+from bot.tls import shared_ssl_context
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """The running parts of ``pinclaw run``."""
+
+    def __init__(
+        self,
+        *,
+        app: App,
+        router: Router,
+        channels: dict[str, Channel],
+        inbound: InboundStore,
+        pairing: PairingStore,
+        grace_s: float,
+    ) -> None:
+        self.app = app
+        self.router = router
+        self.channels = channels
+        self.inbound = inbound
+        self.pairing = pairing
+        self._grace_s = grace_s
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, loaded: LoadedConfig) -> AsyncIterator[Daemon]:
+        """Build the daemon from ``loaded``; it is stopped and closed on exit."""
+        settings = {
+            name: s
+            for name, s in loaded.config.enabled_channels().items()
+            if isinstance(s, ChannelSettings)
+        }
+        if not settings:
+            raise ConfigError(
+                f"{loaded.path}: no chat channel is enabled; add a [channels.telegram], "
+                "[channels.discord] or [channels.slack] table (see pinclaw.example.toml)"
+            )
+        async with open_app(loaded) as app:
+            inbound, pairing, state = (
+                InboundStore(app.db),
+                PairingStore(app.db),
+                KeyValueStore(app.db),
+            )
+            for store in (inbound, pairing, state):
+                await store.setup()
+            deps = ChannelDeps(state, shared_ssl_context(), loaded.data_dir, CHAT_COMMANDS)
+            channels: dict[str, Channel] = {
+                name: _load_adapter(name, loaded)(channel_settings, deps)
+                for name, channel_settings in settings.items()
+            }
+            router = Router(
+                agent=app.agent,
+                channels=channels,
+                inbound=inbound,
+                settings=loaded.config.daemon,
+                access=AccessControl(settings, pairing),
+                pairing=pairing,
+                model_label=loaded.config.provider.label,
+            )
+            daemon = cls(
+                app=app,
+                router=router,
+                channels=channels,
+                inbound=inbound,
+                pairing=pairing,
+                grace_s=loaded.config.daemon.shutdown_grace_s,
+            )
+            try:
+                yield daemon
+            finally:
+                await daemon.stop()
+
+    async def start(self) -> None:
+        """Run every channel under supervision and answer what was left pending."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(supervise(channel, self.router), name=f"channel {name}")
+            for name, channel in self.channels.items()
+        ]
+        self._tasks.append(asyncio.create_task(self.router.replay(), name="replay"))
+        log.info("PinClaw %s running with %s", __version__, ", ".join(self.channels))
+
+    async def stop(self) -> None:
+        """Finish or interrupt running turns, then stop the channels; idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._tasks:
+            log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
+        await self.router.shutdown(self._grace_s)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _load_adapter(name: str, loaded: LoadedConfig) -> Any:
+    try:
+        return adapter_class(name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"{loaded.path}: channels.{name}: this installation cannot load the {name} "
+            f"adapter ({exc}); reinstall PinClaw with `pip install .`"
+        ) from None
+
+
+async def run_daemon(loaded: LoadedConfig) -> int:
+    """Run until SIGTERM or SIGINT; return the exit code."""
+    async with Daemon.open(loaded) as daemon:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await daemon.start()
+        try:
+            await stop.wait()
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            await daemon.stop()
+    log.info("PinClaw stopped")
+    return 0

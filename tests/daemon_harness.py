@@ -1,0 +1,142 @@
+"""Running the real daemon in tests: in-process (``running_daemon``) or as ``pinclaw run``.
+
+``running_daemon`` builds a config pointing at the fake LLM plus the given
+channel tables, opens the same ``Daemon`` that ``pinclaw run`` uses, starts it
+and stops it afterwards. ``DaemonProcess`` runs the installed ``pinclaw run``
+command in a throw-away HOME, follows its log on stderr, and stops it with
+SIGTERM or kills it with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.config import LoadedConfig, parse_config
+from bot.daemon import Daemon
+from tests.fake_llm import FakeLLM
+
+PINCLAW = Path(sys.executable).parent / "pinclaw"
+
+
+def daemon_config(llm: FakeLLM, channels: dict[str, Any], **daemon: Any) -> dict[str, Any]:
+    """A raw config: the fake LLM as provider, quick shutdown, the given channel tables."""
+    return {
+        "provider": {
+            "kind": "openai",
+            "model": "fake",
+            "base_url": f"{llm.url}/v1",
+            "max_retries": 0,
+        },
+        "daemon": {"shutdown_grace_s": 0.5, **daemon},
+        "channels": channels,
+    }
+
+
+@asynccontextmanager
+async def running_daemon(
+    tmp_path: Path, llm: FakeLLM, channels: dict[str, Any], **settings: Any
+) -> AsyncIterator[Daemon]:
+    """The daemon, started, with its state under ``tmp_path/state``; stopped on exit.
+
+    ``settings`` go to the ``[daemon]`` table.
+    """
+    raw = daemon_config(llm, channels, **settings)
+    loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "config.toml", tmp_path / "state")
+    async with Daemon.open(loaded) as daemon:
+        await daemon.start()
+        yield daemon
+
+
+class DaemonProcess:
+    """``pinclaw run`` as a subprocess; its stderr log lines are collected as they come."""
+
+    def __init__(self, home: Path, config_toml: str, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        config = home / ".pinclaw" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(config_toml)
+        self._env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("PINCLAW_")},
+            "HOME": str(home),
+            "TZ": "UTC",
+            **(env or {}),
+        }
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> DaemonProcess:
+        """Start ``pinclaw run`` (logging at info level)."""
+        assert PINCLAW.exists(), "the pinclaw console script is not installed here"
+        self.proc = subprocess.Popen(
+            [str(PINCLAW), "run", "--log-level", "info"],
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        threading.Thread(target=self._follow, daemon=True).start()
+        return self
+
+    def wait_log(self, needle: str, timeout: float = 20.0, after: int = 0) -> str:
+        """Wait for a log line containing ``needle`` (among lines from index ``after``)."""
+
+        def found() -> str | None:
+            return next((line for line in self.lines[after:] if needle in line), None)
+
+        with self._changed:
+            if not self._changed.wait_for(lambda: found() is not None or self._exited(), timeout):
+                raise TimeoutError(f"no log line with {needle!r}; log:\n" + "".join(self.lines))
+        line = found()
+        if line is None:
+            raise AssertionError("pinclaw run exited; log:\n" + "".join(self.lines))
+        return line
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        """SIGTERM, then wait for the exit code."""
+        return self._signal(signal.SIGTERM, timeout)
+
+    def kill(self) -> int:
+        """SIGKILL: no clean-up at all, like a power cut."""
+        return self._signal(signal.SIGKILL, 10.0)
+
+    def log(self) -> str:
+        """Everything logged so far."""
+        return "".join(self.lines)
+
+    def _signal(self, signum: int, timeout: float) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+        return self.proc.wait(timeout)
+
+    def _exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def _follow(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll ``predicate`` (for state that has no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)

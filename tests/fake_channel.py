@@ -1,0 +1,65 @@
+"""An in-process chat channel for core tests: it records what the core sends.
+
+It satisfies the ``Channel`` port without any platform behind it, so router,
+session and supervisor tests run the real agent (against the fake LLM) and only
+the chat surface is stood in for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from bot.channel import ChannelStatus, DeliveryError, Inbox
+from bot.messages import Attachment, InboundMessage, OutboundMessage
+
+
+class FakeChannel:
+    """Records sends and typing; ``fail_sends`` makes the next sends fail."""
+
+    def __init__(self, name: str = "test") -> None:
+        self.name = name
+        self.status = ChannelStatus(name)
+        self.sent: list[OutboundMessage] = []
+        self.typing_entered = 0
+        self.typing_exited = 0
+        self.fail_sends = 0
+        self._changed = asyncio.Condition()
+
+    async def run(self, inbox: Inbox) -> None:
+        """Stay connected until cancelled."""
+        self.status.connected("as @fake")
+        await asyncio.Event().wait()
+
+    async def send(self, message: OutboundMessage) -> None:
+        """Record ``message`` (or fail, when asked to)."""
+        if self.fail_sends:
+            self.fail_sends -= 1
+            raise DeliveryError("could not send a reply: the fake refused it")
+        async with self._changed:
+            self.sent.append(message)
+            self._changed.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def typing(self, message: InboundMessage) -> AsyncIterator[None]:
+        """Count typing blocks."""
+        self.typing_entered += 1
+        try:
+            yield
+        finally:
+            self.typing_exited += 1
+
+    async def fetch(self, attachment: Attachment) -> bytes:
+        """No attachments here."""
+        return b""
+
+    async def wait_sent(self, count: int, timeout: float = 10.0) -> list[OutboundMessage]:
+        """Wait until ``count`` messages were sent; return all sent so far."""
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: len(self.sent) >= count)
+        return list(self.sent)
+
+    def texts(self) -> list[str]:
+        """The text of every message sent, in order."""
+        return [m.text for m in self.sent]

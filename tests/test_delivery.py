@@ -1,0 +1,183 @@
+"""Delivery helpers: splitting at limits without losing text or breaking fences, retries, pacing."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from bot.channel import DeliveryError
+from bot.delivery import Retry, send_with_retries, split_markdown, split_rendered
+from bot.markdown import render
+from bot.pacing import Pacer
+
+
+class HtmlStyle:
+    """A Telegram-like HTML style, enough to test rendering and growth after escaping."""
+
+    def text(self, raw: str) -> str:
+        return html.escape(raw, quote=False)
+
+    def bold(self, inner: str) -> str:
+        return f"<b>{inner}</b>"
+
+    def italic(self, inner: str) -> str:
+        return f"<i>{inner}</i>"
+
+    def strike(self, inner: str) -> str:
+        return f"<s>{inner}</s>"
+
+    def code(self, raw: str) -> str:
+        return f"<code>{html.escape(raw, quote=False)}</code>"
+
+    def link(self, inner: str, url: str) -> str:
+        return f'<a href="{html.escape(url)}">{inner}</a>'
+
+    def pre(self, raw: str, language: str) -> str:
+        return f"<pre>{html.escape(raw, quote=False)}</pre>"
+
+    def heading(self, inner: str) -> str:
+        return f"<b>{inner}</b>"
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.split(r"\s+", text.replace("```", " ")) if w and not w.startswith("py")]
+
+
+LONG = (
+    "Intro paragraph.\n\n"
+    + "```python\n"
+    + "\n".join(f"print({i})  # line {i}" for i in range(120))
+    + "\n```\n\n"
+    + "\n".join(f"- item {i} with some words" for i in range(60))
+    + "\n\nClosing words."
+)
+
+
+@pytest.mark.parametrize("limit", [200, 500, 2000, 4096])
+def test_split_respects_the_limit_and_loses_nothing(limit: int) -> None:
+    pieces = split_markdown(LONG, limit)
+    assert all(len(p) <= limit for p in pieces)
+    assert words(" ".join(pieces)) == words(LONG)
+
+
+def test_a_cut_code_fence_is_closed_and_reopened() -> None:
+    pieces = split_markdown(LONG, 500)
+    fenced = [p for p in pieces if "print(" in p]
+    assert len(fenced) > 1
+    for piece in fenced:
+        assert piece.count("```") % 2 == 0, piece
+        assert "```python\n" in piece
+
+
+def test_short_text_is_one_piece_and_paragraphs_stay_whole() -> None:
+    assert split_markdown("hello", 100) == ["hello"]
+    text = "a" * 60 + "\n\n" + "b" * 60 + "\n\n" + "c" * 60
+    assert split_markdown(text, 130) == ["a" * 60 + "\n\n" + "b" * 60, "c" * 60]
+
+
+def test_a_huge_word_is_cut_hard() -> None:
+    pieces = split_markdown("x" * 250, 100)
+    assert pieces == ["x" * 100, "x" * 100, "x" * 50]
+
+
+def test_pieces_that_grow_when_rendered_are_split_again() -> None:
+    text = "<&>" * 1000  # every character escapes to 4-5 characters
+    rendered = split_rendered(text, 1000, lambda piece: render(piece, HtmlStyle()))
+    assert all(len(piece) <= 1000 for piece in rendered)
+    assert html.unescape("".join(rendered)) == text
+
+
+def test_markdown_renders_through_a_style() -> None:
+    text = (
+        "# Title\nHello **bold _it_** and *it*, a<b & `x<y` [link](http://a?b=1&c=2)\n"
+        "- item\n2*3*4 snake_case_name\n```py\nif a<b:\n```\nafter ~~gone~~"
+    )
+    assert render(text, HtmlStyle()).split("\n") == [
+        "<b>Title</b>",
+        "Hello <b>bold <i>it</i></b> and <i>it</i>, a&lt;b &amp; <code>x&lt;y</code> "
+        '<a href="http://a?b=1&amp;c=2">link</a>',
+        "• item",
+        "2*3*4 snake_case_name",
+        "<pre>if a&lt;b:</pre>",
+        "after <s>gone</s>",
+    ]
+
+
+def test_an_unclosed_fence_runs_to_the_end() -> None:
+    assert render("```\ncode <here>", HtmlStyle()) == "<pre>code &lt;here&gt;</pre>"
+
+
+class Flaky(Exception):
+    pass
+
+
+class Limited(Exception):
+    def __init__(self, after: float) -> None:
+        super().__init__(f"retry after {after}")
+        self.after = after
+
+
+def classify(exc: BaseException) -> Retry | None:
+    if isinstance(exc, Limited):
+        return Retry(exc.after)
+    if isinstance(exc, Flaky):
+        return Retry()
+    return None
+
+
+async def test_retries_honour_retry_after_and_back_off() -> None:
+    failures: list[Exception] = [Limited(7), Flaky("reset"), Flaky("reset")]
+    delays: list[float] = []
+
+    async def attempt() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "sent"
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    assert await send_with_retries(attempt, classify, what="a reply", sleep=sleep) == "sent"
+    assert delays[0] == 7  # the platform's retry_after, exactly
+    assert 1.6 <= delays[1] <= 2.4  # then backoff doubling per attempt, with jitter
+    assert 3.2 <= delays[2] <= 4.8
+
+
+async def test_permanent_errors_and_giving_up_say_why() -> None:
+    async def refused() -> None:
+        raise ValueError("chat not found")
+
+    async def no_sleep(seconds: float) -> None:
+        pass
+
+    with pytest.raises(DeliveryError, match="could not send a reply: ValueError: chat not found"):
+        await send_with_retries(refused, classify, what="a reply", sleep=no_sleep)
+    calls = 0
+
+    async def always_flaky() -> None:
+        nonlocal calls
+        calls += 1
+        raise Flaky("connection reset")
+
+    with pytest.raises(DeliveryError, match="Flaky: connection reset"):
+        await send_with_retries(always_flaky, classify, what="a reply", attempts=3, sleep=no_sleep)
+    assert calls == 3
+
+
+async def test_pacer_spaces_sends_per_chat_and_globally() -> None:
+    now = [100.0]
+    starts: list[tuple[str, float]] = []
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    pacer = Pacer(per_chat_s=1.0, global_per_s=4.0, clock=lambda: now[0], sleep=sleep)
+    for chat in ["a", "a", "b", "c"]:
+        async with pacer.slot(chat):
+            starts.append((chat, now[0]))
+    assert starts[0] == ("a", 100.0)
+    assert starts[1][1] >= 101.0  # the same chat: a second apart
+    assert starts[2][1] >= starts[1][1] + 0.25  # any chat: at most four per second
+    assert starts[3][1] >= starts[2][1] + 0.25
