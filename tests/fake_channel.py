@@ -54,9 +54,9 @@ class FakeChannel:
         """No attachments here."""
         return b""
 
-    async def wait_sent(self, count: int, timeout: float = 10.0) -> list[OutboundMessage]:
+    async def wait_sent(self, count: int, within: float = 10.0) -> list[OutboundMessage]:
         """Wait until ``count`` messages were sent; return all sent so far."""
-        async with asyncio.timeout(timeout), self._changed:
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(self.sent) >= count)
         return list(self.sent)
 

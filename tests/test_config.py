@@ -152,7 +152,7 @@ def test_example_file_is_valid() -> None:
 
 def test_example_file_documents_every_key() -> None:
     text = (ROOT / "pinclaw.example.toml").read_text()
-    models = [Config, *(settings_model(name) for name in CHANNELS)]
+    models: list[type[BaseModel]] = [Config, *(settings_model(name) for name in CHANNELS)]
     missing = [
         key
         for key in sorted({k for model in models for k in _all_keys(model)})

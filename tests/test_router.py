@@ -24,7 +24,7 @@ from bot.messages import InboundMessage
 from bot.pairing import PairingStore
 from bot.router import Router, ShuttingDown
 from tests.fake_channel import FakeChannel
-from tests.fake_llm import FakeLLM, Fail, Say, Stall
+from tests.fake_llm import Fail, FakeLLM, Say, Stall
 
 RouterFactory = Callable[..., Router]
 
