@@ -33,8 +33,16 @@ class Inbox(Protocol):
     """Where channels put what people send; the core takes messages from here."""
 
     async def put(self, message: InboundMessage) -> bool:
-        """Store ``message`` durably and queue it; False when it was seen before."""
+        """Store ``message`` durably and queue it; False when it was seen before.
+
+        Raises ``ShuttingDown`` while the daemon stops (do not acknowledge then).
+        """
         ...
+
+
+class ShuttingDown(PinclawError):
+    """Raised by ``Inbox.put`` while the daemon stops: the message was not taken, so
+    the adapter must not acknowledge it and the platform delivers it again later."""
 
 
 class DeliveryError(PinclawError):

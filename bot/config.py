@@ -140,7 +140,7 @@ class DaemonConfig(Section):
 
     max_concurrent_turns: int = Field(default=4, ge=1, le=64)
     busy_mode: Literal["queue", "collect"] = "queue"
-    replay_max_age_s: float = Field(default=3600.0, ge=0)
+    max_message_age_s: float = Field(default=3600.0, ge=0)
     shutdown_grace_s: float = Field(default=10.0, ge=0)
 
 

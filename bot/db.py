@@ -7,8 +7,10 @@ database has not seen yet, so components stay independent modules.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiosqlite
@@ -20,6 +22,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -54,8 +57,29 @@ class Database:
             conn, self._conn = self._conn, None
             await conn.close()
 
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction: committed at the end, rolled back on any error.
+
+        Every component shares the one connection, and coroutines interleave at
+        each await; writers therefore take turns here, so one component's
+        failure can never roll back, or hold open, another's half-done write.
+        """
+        async with self._write_lock:
+            conn = self.conn
+            try:
+                yield conn
+            except BaseException:
+                await asyncio.shield(conn.rollback())
+                raise
+            await conn.commit()
+
     async def migrate(self, component: str, steps: Sequence[str]) -> None:
         """Apply the migrations of ``component`` that this database has not run yet."""
+        async with self._write_lock:
+            await self._migrate(component, steps)
+
+    async def _migrate(self, component: str, steps: Sequence[str]) -> None:
         conn = self.conn
         async with conn.execute(
             "SELECT version FROM schema_versions WHERE component = ?", (component,)

@@ -90,12 +90,12 @@ class HistoryStore:
 
     async def new_session(self, key: SessionKey) -> int:
         """Start a fresh session for a chat and return its id."""
-        cursor = await self._db.conn.execute(
-            "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
+            )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
@@ -115,20 +115,20 @@ class HistoryStore:
     ) -> None:
         """Store messages durably (committed before this returns)."""
         now = time.time()
-        await self._db.conn.executemany(
-            "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
-            "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(session_id, turn_id, *_to_row(m), now) for m in messages],
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            await conn.executemany(
+                "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
+                "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(session_id, turn_id, *_to_row(m), now) for m in messages],
+            )
 
     async def start_turn(self, session_id: int, inbound_id: int | None = None) -> int:
         """Record that a turn started (answering inbound message ``inbound_id``); return its id."""
-        cursor = await self._db.conn.execute(
-            "INSERT INTO turns (session_id, started_at, inbound_id) VALUES (?, ?, ?)",
-            (session_id, time.time(), inbound_id),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO turns (session_id, started_at, inbound_id) VALUES (?, ?, ?)",
+                (session_id, time.time(), inbound_id),
+            )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
@@ -139,38 +139,38 @@ class HistoryStore:
         restart; its partial messages would otherwise appear twice. Returns how
         many attempts were discarded (they stay in ``turns`` as ``interrupted``).
         """
-        conn = self._db.conn
-        async with conn.execute(
-            "SELECT id FROM turns WHERE inbound_id = ? AND status IN ('running', 'interrupted')",
-            (inbound_id,),
-        ) as cursor:
-            ids = [int(row[0]) for row in await cursor.fetchall()]
-        if ids:
-            marks = ",".join("?" * len(ids))
-            await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
-            await conn.execute(
-                f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
-            )
-            await conn.commit()
+        async with self._db.write() as conn:
+            async with conn.execute(
+                "SELECT id FROM turns WHERE inbound_id = ? "
+                "AND status IN ('running', 'interrupted')",
+                (inbound_id,),
+            ) as cursor:
+                ids = [int(row[0]) for row in await cursor.fetchall()]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
+                await conn.execute(
+                    f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
+                )
         return len(ids)
 
     async def finish_turn(self, turn_id: int, record: TurnRecord) -> None:
         """Record how a turn ended and the tokens it used."""
-        await self._db.conn.execute(
-            "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
-            "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
-            (
-                time.time(),
-                record.status,
-                record.provider,
-                record.usage.input_tokens,
-                record.usage.output_tokens,
-                record.rounds,
-                record.tool_calls,
-                turn_id,
-            ),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
+                "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
+                (
+                    time.time(),
+                    record.status,
+                    record.provider,
+                    record.usage.input_tokens,
+                    record.usage.output_tokens,
+                    record.rounds,
+                    record.tool_calls,
+                    turn_id,
+                ),
+            )
 
 
 def _to_row(message: ChatMessage) -> tuple[object, ...]:

@@ -58,21 +58,27 @@ class InboundStore:
     async def record(self, message: InboundMessage) -> int | None:
         """Store ``message`` (committed); return its row id, or None if it was stored before."""
         key = message.message_id or f"local-{time.time_ns()}"
-        cursor = await self._db.conn.execute(
-            "INSERT INTO inbound (channel, message_key, session_key, payload, received_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, message_key) DO NOTHING",
-            (message.channel, key, str(message.session), message.to_json(), message.received_at),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO inbound (channel, message_key, session_key, payload, received_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, message_key) DO NOTHING",
+                (
+                    message.channel,
+                    key,
+                    str(message.session),
+                    message.to_json(),
+                    message.received_at,
+                ),
+            )
         return cursor.lastrowid if cursor.rowcount == 1 else None
 
     async def mark(self, row_id: int, status: InboundStatus, note: str = "") -> None:
         """Record how a message was handled."""
-        await self._db.conn.execute(
-            "UPDATE inbound SET status = ?, handled_at = ?, note = ? WHERE id = ?",
-            (status, time.time(), note or None, row_id),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE inbound SET status = ?, handled_at = ?, note = ? WHERE id = ?",
+                (status, time.time(), note or None, row_id),
+            )
 
     async def pending(self) -> list[StoredInbound]:
         """Messages accepted but not yet handled, oldest first."""

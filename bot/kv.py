@@ -31,9 +31,9 @@ class KeyValueStore:
 
     async def set(self, namespace: str, key: str, value: str) -> None:
         """Store a value (committed)."""
-        await self._db.conn.execute(
-            "INSERT INTO kv VALUES (?, ?, ?) ON CONFLICT (namespace, key) "
-            "DO UPDATE SET value = excluded.value",
-            (namespace, key, value),
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO kv VALUES (?, ?, ?) ON CONFLICT (namespace, key) "
+                "DO UPDATE SET value = excluded.value",
+                (namespace, key, value),
+            )

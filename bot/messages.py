@@ -44,7 +44,8 @@ class InboundMessage:
 
     ``is_direct`` is a one-to-one chat; ``mentioned`` an @mention of the bot;
     ``reply_to_bot`` a reply to one of the bot's messages. ``message_id`` is the
-    platform's id, which also identifies duplicate deliveries.
+    platform's id, which also identifies duplicate deliveries. ``sent_at`` is when
+    the platform says the person sent it; ``received_at`` when PinClaw got it.
     """
 
     channel: str
@@ -60,7 +61,13 @@ class InboundMessage:
     reply_to_bot: bool = False
     attachments: tuple[Attachment, ...] = ()
     chat_title: str = ""
+    sent_at: float | None = None
     received_at: float = field(default_factory=time.time)
+
+    def age(self, now: float | None = None) -> float:
+        """Seconds since the person sent it (or since PinClaw received it)."""
+        now = time.time() if now is None else now
+        return now - (self.sent_at if self.sent_at is not None else self.received_at)
 
     @property
     def session(self) -> SessionKey:

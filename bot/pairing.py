@@ -9,7 +9,6 @@ works from the command line while the daemon runs.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import Sequence
@@ -91,8 +90,6 @@ class PairingStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        # Two quick messages from one stranger must not both find "no code yet".
-        self._lock = asyncio.Lock()
 
     async def setup(self) -> None:
         """Create or upgrade the tables."""
@@ -108,69 +105,64 @@ class PairingStore:
     async def request(
         self, channel: str, user_id: str, user_name: str, chat_id: str, now: float | None = None
     ) -> PairingOutcome:
-        """A stranger wrote: issue a code, or report one waiting, or that the list is full."""
-        async with self._lock:
-            return await self._request(channel, user_id, user_name, chat_id, now)
+        """A stranger wrote: issue a code, or report one waiting, or that the list is full.
 
-    async def _request(
-        self, channel: str, user_id: str, user_name: str, chat_id: str, now: float | None
-    ) -> PairingOutcome:
+        One write transaction, so two quick messages from one stranger cannot both
+        find "no code yet".
+        """
         now = time.time() if now is None else now
-        conn = self._db.conn
-        await conn.execute("DELETE FROM pairing_requests WHERE expires_at <= ?", (now,))
-        async with conn.execute(
-            "SELECT code, channel, user_id, user_name, chat_id, expires_at FROM pairing_requests "
-            "WHERE channel = ? AND user_id = ?",
-            (channel, user_id),
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is not None:
-            await conn.commit()
-            return PairingOutcome("waiting", _request(row))
-        async with conn.execute(
-            "SELECT COUNT(*) FROM pairing_requests WHERE channel = ?", (channel,)
-        ) as cursor:
-            count_row = await cursor.fetchone()
-        if count_row is not None and int(count_row[0]) >= MAX_PENDING_PER_CHANNEL:
-            await conn.commit()
-            return PairingOutcome("full")
-        request = PairingRequest(new_code(), channel, user_id, user_name, chat_id, now + CODE_TTL_S)
-        await conn.execute(
-            "INSERT INTO pairing_requests VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (request.code, channel, user_id, user_name, chat_id, now, request.expires_at),
-        )
-        await conn.commit()
+        async with self._db.write() as conn:
+            await conn.execute("DELETE FROM pairing_requests WHERE expires_at <= ?", (now,))
+            async with conn.execute(
+                "SELECT code, channel, user_id, user_name, chat_id, expires_at "
+                "FROM pairing_requests WHERE channel = ? AND user_id = ?",
+                (channel, user_id),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is not None:
+                return PairingOutcome("waiting", _request(row))
+            async with conn.execute(
+                "SELECT COUNT(*) FROM pairing_requests WHERE channel = ?", (channel,)
+            ) as cursor:
+                count_row = await cursor.fetchone()
+            if count_row is not None and int(count_row[0]) >= MAX_PENDING_PER_CHANNEL:
+                return PairingOutcome("full")
+            code = new_code()
+            request = PairingRequest(code, channel, user_id, user_name, chat_id, now + CODE_TTL_S)
+            await conn.execute(
+                "INSERT INTO pairing_requests VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (code, channel, user_id, user_name, chat_id, now, request.expires_at),
+            )
         return PairingOutcome("new", request)
 
     async def approve(self, code: str, now: float | None = None) -> PairedUser | None:
         """Admit the person behind ``code``; None if the code is unknown or expired."""
         now = time.time() if now is None else now
-        conn = self._db.conn
-        async with conn.execute(
-            "SELECT code, channel, user_id, user_name, chat_id, expires_at FROM pairing_requests "
-            "WHERE code = ? AND expires_at > ?",
-            (normalize_code(code), now),
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
-            return None
-        request = _request(row)
-        user = PairedUser(request.channel, request.user_id, request.user_name, now)
-        await conn.execute(
-            "INSERT INTO paired_users VALUES (?, ?, ?, ?) ON CONFLICT (channel, user_id) "
-            "DO UPDATE SET user_name = excluded.user_name, approved_at = excluded.approved_at",
-            (user.channel, user.user_id, user.user_name, now),
-        )
-        await conn.execute("DELETE FROM pairing_requests WHERE code = ?", (request.code,))
-        await conn.commit()
+        async with self._db.write() as conn:
+            async with conn.execute(
+                "SELECT code, channel, user_id, user_name, chat_id, expires_at "
+                "FROM pairing_requests WHERE code = ? AND expires_at > ?",
+                (normalize_code(code), now),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            request = _request(row)
+            user = PairedUser(request.channel, request.user_id, request.user_name, now)
+            await conn.execute(
+                "INSERT INTO paired_users VALUES (?, ?, ?, ?) ON CONFLICT (channel, user_id) "
+                "DO UPDATE SET user_name = excluded.user_name, approved_at = excluded.approved_at",
+                (user.channel, user.user_id, user.user_name, now),
+            )
+            await conn.execute("DELETE FROM pairing_requests WHERE code = ?", (request.code,))
         return user
 
     async def revoke(self, channel: str, user_id: str) -> bool:
         """Remove an admitted user; True if there was one."""
-        cursor = await self._db.conn.execute(
-            "DELETE FROM paired_users WHERE channel = ? AND user_id = ?", (channel, user_id)
-        )
-        await self._db.conn.commit()
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM paired_users WHERE channel = ? AND user_id = ?", (channel, user_id)
+            )
         return cursor.rowcount > 0
 
     async def pending(self, now: float | None = None) -> list[PairingRequest]:

@@ -22,10 +22,10 @@ from typing import Any
 
 from bot.access import AccessControl
 from bot.agent import Agent
-from bot.channel import Channel, DeliveryError, StreamingChannel
+from bot.channel import Channel, DeliveryError, ShuttingDown, StreamingChannel
 from bot.chat_commands import HELP, parse_command
 from bot.config import DaemonConfig
-from bot.errors import PinclawError, UserError, bug_message, log_bug
+from bot.errors import UserError, bug_message, log_bug
 from bot.inbound import InboundStore
 from bot.messages import InboundMessage, OutboundMessage
 from bot.pairing import PairingStore
@@ -33,10 +33,6 @@ from bot.sessions import STOP, Job, SessionRunner
 from bot.status import describe_status
 
 log = logging.getLogger(__name__)
-
-
-class ShuttingDown(PinclawError):
-    """The daemon is stopping: the message was not taken, so the platform keeps it."""
 
 
 class Router:
@@ -92,6 +88,15 @@ class Router:
             if decision.action == "pair":
                 self._spawn(self._offer_pairing(message, decision.reason))
                 return True
+        max_age = self._settings.max_message_age_s
+        if max_age and message.age() > max_age:
+            log.warning(
+                "not answering message %s on %s: it was sent %.0f s ago (max_message_age_s)",
+                message.message_id,
+                message.channel,
+                message.age(),
+            )
+            return True
         row = await self._inbound.record(message)
         if row is None:
             log.info(
@@ -102,24 +107,31 @@ class Router:
         return True
 
     async def replay(self, channel_timeout_s: float = 60.0) -> None:
-        """Answer messages left pending by a stop or crash; skip those older than the limit."""
-        max_age = self._settings.replay_max_age_s
+        """Answer messages left pending by a stop or crash; skip those older than the limit.
+
+        Each channel is waited for once (up to ``channel_timeout_s``) before its
+        messages are queued, so replies do not go out while it is still connecting.
+        """
+        max_age = self._settings.max_message_age_s
+        waited: set[str] = set()
         for stored in await self._inbound.pending():
             message = stored.message
-            age = time.time() - message.received_at
             channel = self._channels.get(message.channel)
-            if channel is None or age > max_age:
+            age = message.age()
+            if channel is None or (max_age and age > max_age):
                 why = "its channel is not enabled" if channel is None else f"it is {age:.0f} s old"
                 log.warning(
                     "not answering message %s from before the restart: %s", message.message_id, why
                 )
                 await self._inbound.mark(stored.id, "skipped", why)
                 continue
+            if message.channel not in waited:
+                waited.add(message.channel)
+                if not await channel.status.wait_connected(channel_timeout_s):
+                    log.warning(
+                        "%s is not connected yet; replayed replies may wait", message.channel
+                    )
             log.info("answering message %s left unanswered before the restart", message.message_id)
-            if not await channel.status.wait_connected(channel_timeout_s):
-                log.warning(
-                    "%s is not connected yet; the replayed reply may be delayed", message.channel
-                )
             self._dispatch(Job(stored.id, message))
 
     async def drain(self) -> None:
@@ -165,9 +177,9 @@ class Router:
 
     async def _turn(self, jobs: list[Job]) -> None:
         message = jobs[-1].message
-        if len(jobs) > 1:
-            joined = "\n\n".join(job.message.text for job in jobs)
-            message = dataclasses.replace(message, text=joined)
+        text = "\n\n".join(with_attachments(job.message) for job in jobs)
+        if text != message.text:
+            message = dataclasses.replace(message, text=text)
         channel = self._channels[message.channel]
         try:
             async with channel.typing(message):
@@ -242,6 +254,16 @@ class Router:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log_bug(log, "background reply failed", task.exception())
+
+
+def with_attachments(message: InboundMessage) -> str:
+    """The message text, with a line naming any files that came with it."""
+    if not message.attachments:
+        return message.text
+    files = ", ".join(
+        f"{a.name} ({a.mime_type}, {a.size / 1024:.0f} KB)" for a in message.attachments
+    )
+    return f"{message.text}\n[attached: {files}]".strip()
 
 
 def describe_chat(message: InboundMessage) -> str:

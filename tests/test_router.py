@@ -18,11 +18,12 @@ import pytest
 
 from bot.access import AccessControl
 from bot.app import App, open_app
+from bot.channel import ShuttingDown
 from bot.config import LoadedConfig, parse_config
 from bot.inbound import InboundStore
-from bot.messages import InboundMessage
+from bot.messages import Attachment, InboundMessage
 from bot.pairing import PairingStore
-from bot.router import Router, ShuttingDown
+from bot.router import Router
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import Fail, FakeLLM, Say, Stall
 
@@ -310,3 +311,27 @@ async def test_shutdown_interrupts_a_turn_that_is_answered_once_after_restart(
     app, _ = core
     async with app.db.conn.execute("SELECT status FROM turns ORDER BY id") as cursor:
         assert [r[0] for r in await cursor.fetchall()] == ["interrupted", "done"]
+
+
+async def test_the_model_hears_about_attachments(make_router: Any, llm: FakeLLM) -> None:
+    channel = FakeChannel()
+    router, _, _ = await make_router(channel)
+    photo = Attachment("porch.jpg", "image/jpeg", 204_800, "file-1")
+    await router.put(dm("is the light on?", attachments=(photo,)))
+    await router.drain()
+    assert llm.requests[0].view.last_text == (
+        "is the light on?\n[attached: porch.jpg (image/jpeg, 200 KB)]"
+    )
+
+
+async def test_a_message_delivered_long_after_it_was_sent_is_not_answered(
+    make_router: Any, llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    channel = FakeChannel()
+    router, _, _ = await make_router(channel)
+    with caplog.at_level(logging.WARNING):
+        await router.put(dm("from yesterday", sent_at=time.time() - 86_400))
+    await router.put(dm("from just now", sent_at=time.time() - 5))
+    await router.drain()
+    assert channel.texts() == ["You said: from just now"]
+    assert "it was sent 86400 s ago (max_message_age_s)" in caplog.text

@@ -6,6 +6,7 @@ Plain data, no locking: ``FakeSlack`` holds its lock around every use.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,11 +141,12 @@ class Workspace:
     ephemerals: list[JSON] = field(default_factory=list)
     reactions: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     _ticks: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _epoch: int = field(default_factory=lambda: int(time.time()))
 
     def next_ts(self) -> str:
-        """A unique, increasing message timestamp like ``1700000000.000100``."""
+        """A unique, increasing message timestamp like Slack's: epoch seconds, now-ish."""
         micros = next(self._ticks) * 100
-        return f"{1700000000 + micros // 1_000_000}.{micros % 1_000_000:06d}"
+        return f"{self._epoch + micros // 1_000_000}.{micros % 1_000_000:06d}"
 
     def next_id(self, prefix: str) -> str:
         """A unique Slack-style id: ``F0000003``, ``Ev0000004``..."""
