@@ -39,7 +39,8 @@ class Sender:
 
     def __init__(self) -> None:
         self._pacer = Pacer(per_chat_s=1.0, global_per_s=30.0)
-        self._group_pacer = Pacer(per_chat_s=3.0, global_per_s=1000.0)  # 20 a minute
+        # Groups: 20 a minute, strictly (no burst): Telegram is least forgiving there.
+        self._group_pacer = Pacer(per_chat_s=3.0, global_per_s=1000.0, burst=1)
 
     async def send(self, bot: Bot, message: OutboundMessage) -> None:
         """Deliver every piece of ``message`` in order, or raise ``DeliveryError``."""

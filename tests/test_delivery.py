@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 
@@ -166,18 +167,60 @@ async def test_permanent_errors_and_giving_up_say_why() -> None:
     assert calls == 3
 
 
-async def test_pacer_spaces_sends_per_chat_and_globally() -> None:
+async def test_pacer_lets_a_burst_through_then_paces_each_chat_and_all_chats() -> None:
     now = [100.0]
-    starts: list[tuple[str, float]] = []
+    starts: list[float] = []
 
     async def sleep(seconds: float) -> None:
         now[0] += seconds
 
-    pacer = Pacer(per_chat_s=1.0, global_per_s=4.0, clock=lambda: now[0], sleep=sleep)
-    for chat in ["a", "a", "b", "c"]:
+    pacer = Pacer(
+        per_chat_s=1.0, global_per_s=4.0, burst=2, global_burst=2, clock=lambda: now[0], sleep=sleep
+    )
+    for chat in ["a", "a", "a", "b", "c"]:
         async with pacer.slot(chat):
-            starts.append((chat, now[0]))
-    assert starts[0] == ("a", 100.0)
-    assert starts[1][1] >= 101.0  # the same chat: a second apart
-    assert starts[2][1] >= starts[1][1] + 0.25  # any chat: at most four per second
-    assert starts[3][1] >= starts[2][1] + 0.25
+            starts.append(now[0])
+    assert starts[:2] == [100.0, 100.0]  # a burst of two, within both limits
+    assert starts[2] == pytest.approx(101.0)  # the third in a row waits for chat a's bucket
+    assert starts[3] == pytest.approx(101.0)  # chat b is fresh and the global bucket refilled
+    assert starts[4] == pytest.approx(101.25)  # overall: four per second once the burst is used
+    now[0] += 10  # a quiet moment refills every bucket: the next reply goes at once
+    quiet = now[0]
+    async with pacer.slot("a"):
+        assert now[0] == quiet
+
+
+async def test_pacer_without_a_per_chat_limit_only_paces_globally() -> None:
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    pacer = Pacer(
+        per_chat_s=0, global_per_s=10.0, global_burst=1, clock=lambda: now[0], sleep=sleep
+    )
+    for _ in range(5):
+        async with pacer.slot("a"):
+            pass
+    assert now[0] == pytest.approx(0.4)
+
+
+async def test_concurrent_chats_share_the_global_rate() -> None:
+    now = [0.0]
+    starts: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        await asyncio.sleep(0)
+        now[0] = max(now[0], now[0] + seconds)
+
+    pacer = Pacer(
+        per_chat_s=1.0, global_per_s=10.0, global_burst=3, clock=lambda: now[0], sleep=sleep
+    )
+
+    async def send(chat: str) -> None:
+        async with pacer.slot(chat):
+            starts.append(now[0])
+
+    await asyncio.gather(*(send(f"chat{i}") for i in range(6)))
+    assert len(starts) == 6
+    assert sorted(starts)[-1] >= 0.3 - 1e-9  # three in the burst, then one per 0.1 s
