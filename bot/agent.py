@@ -90,20 +90,22 @@ class Agent:
         session_id: int | None = None,
         on_text: TextSink | None = None,
         inbound_id: int | None = None,
+        replayed: bool = False,
     ) -> TurnResult:
         """Answer one message. Provider failures propagate as ``ProviderError``.
 
         ``inbound_id`` ties the turn to its stored inbound message; a message
-        answered again after a restart first drops its interrupted attempt.
+        answered again after a restart (``replayed``) first drops what its
+        interrupted attempt left in history.
         """
-        if inbound_id is not None and await self._history.discard_unfinished(inbound_id):
+        discard = replayed and inbound_id is not None
+        if discard and await self._history.discard_unfinished(inbound_id or 0):
             log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
         if session_id is None:
             session_id = await self._history.session_for(message.session)
         earlier = repair_history(await self._history.load(session_id))
-        turn_id = await self._history.start_turn(session_id, inbound_id)
         user = ChatMessage(role="user", content=message.text)
-        await self._history.append(session_id, [user], turn_id)
+        turn_id = await self._history.begin_turn(session_id, inbound_id, [user])
         turn: list[ChatMessage] = [user]
         ctx = ToolContext(
             session=message.session,
@@ -113,6 +115,7 @@ class Agent:
         )
         usage, calls_made, status = Usage(), 0, "failed"
         rounds = 0
+        last: list[ChatMessage] = []  # stored together with the turn's outcome
         try:
             limit = self._settings.max_tool_iterations
             while rounds < limit:
@@ -132,11 +135,11 @@ class Agent:
                 )
                 usage += completion.usage
                 reply = ChatMessage("assistant", completion.text, completion.tool_calls)
+                if not completion.tool_calls:
+                    status, last = "done", [reply]
+                    return TurnResult(completion.text, "done", usage, rounds, calls_made)
                 await self._history.append(session_id, [reply], turn_id)
                 turn.append(reply)
-                if not completion.tool_calls:
-                    status = "done"
-                    return TurnResult(completion.text, "done", usage, rounds, calls_made)
                 calls_made += len(completion.tool_calls)
                 if rounds == limit:
                     results = [_not_run(call, limit) for call in completion.tool_calls]
@@ -144,20 +147,19 @@ class Agent:
                     results = await self._run_tools(completion.tool_calls, ctx)
                 await self._history.append(session_id, results, turn_id)
                 turn.extend(results)
-            status = "iteration_limit"
             text = (
                 f"I stopped after {limit} rounds of tool use without finishing "
                 "(the limit is agent.max_tool_iterations). "
                 "Try a smaller request, or ask me to continue."
             )
-            await self._history.append(session_id, [ChatMessage("assistant", text)], turn_id)
+            status, last = "iteration_limit", [ChatMessage("assistant", text)]
             return TurnResult(text, "iteration_limit", usage, rounds, calls_made)
         except asyncio.CancelledError:
             status = "interrupted"
             raise
         finally:
             record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
-            await asyncio.shield(self._history.finish_turn(turn_id, record))
+            await asyncio.shield(self._history.end_turn(session_id, turn_id, record, last))
             log.info(
                 "turn %s in %s: %s after %d round(s), %d tool call(s), %d+%d tokens",
                 turn_id,

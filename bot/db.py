@@ -81,11 +81,10 @@ class Database:
 
     async def _migrate(self, component: str, steps: Sequence[str]) -> None:
         conn = self.conn
-        async with conn.execute(
+        rows = await conn.execute_fetchall(
             "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        ) as cursor:
-            row = await cursor.fetchone()
-        current = int(row[0]) if row else 0
+        )
+        current = next((int(row[0]) for row in rows), 0)
         for version, script in enumerate(steps[current:], start=current + 1):
             try:
                 await conn.executescript(f"BEGIN;\n{script}")

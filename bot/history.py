@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import aiosqlite
+
 from bot.conversation import ChatMessage, ToolCall, Usage
 from bot.db import Database
 from bot.messages import SessionKey
@@ -82,81 +84,68 @@ class HistoryStore:
 
     async def session_for(self, key: SessionKey) -> int:
         """The current session id of a chat, creating the first one if needed."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT id FROM sessions WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else await self.new_session(key)
+        )
+        for row in rows:
+            return int(row[0])
+        return await self.new_session(key)
 
     async def new_session(self, key: SessionKey) -> int:
         """Start a fresh session for a chat and return its id."""
         async with self._db.write() as conn:
-            cursor = await conn.execute(
+            row = await conn.execute_insert(
                 "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
             )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        assert row is not None
+        return int(row[0])
 
     async def load(self, session_id: int, limit: int = 400) -> list[ChatMessage]:
         """The last ``limit`` messages of a session, oldest first."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error FROM ("
             " SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?"
             ") ORDER BY id",
             (session_id, limit),
-        ) as cursor:
-            rows = await cursor.fetchall()
+        )
         return [_from_row(row) for row in rows]
 
     async def append(
         self, session_id: int, messages: Sequence[ChatMessage], turn_id: int | None = None
     ) -> None:
         """Store messages durably (committed before this returns)."""
-        now = time.time()
         async with self._db.write() as conn:
-            await conn.executemany(
-                "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
-                "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(session_id, turn_id, *_to_row(m), now) for m in messages],
-            )
+            await _insert_messages(conn, session_id, turn_id, messages)
 
-    async def start_turn(self, session_id: int, inbound_id: int | None = None) -> int:
-        """Record that a turn started (answering inbound message ``inbound_id``); return its id."""
+    async def begin_turn(
+        self, session_id: int, inbound_id: int | None, messages: Sequence[ChatMessage]
+    ) -> int:
+        """Record that a turn started, with the messages that opened it; return its id.
+
+        ``inbound_id`` ties the turn to the stored inbound message it answers.
+        """
         async with self._db.write() as conn:
-            cursor = await conn.execute(
+            row = await conn.execute_insert(
                 "INSERT INTO turns (session_id, started_at, inbound_id) VALUES (?, ?, ?)",
                 (session_id, time.time(), inbound_id),
             )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+            assert row is not None
+            turn_id = int(row[0])
+            await _insert_messages(conn, session_id, turn_id, messages)
+        return turn_id
 
-    async def discard_unfinished(self, inbound_id: int) -> int:
-        """Forget what earlier, unfinished attempts at answering ``inbound_id`` left in history.
-
-        A turn cut short by a crash or a shutdown is answered again after the
-        restart; its partial messages would otherwise appear twice. Returns how
-        many attempts were discarded (they stay in ``turns`` as ``interrupted``).
-        """
+    async def end_turn(
+        self,
+        session_id: int,
+        turn_id: int,
+        record: TurnRecord,
+        messages: Sequence[ChatMessage] = (),
+    ) -> None:
+        """Store the turn's last messages and how it ended, in one transaction."""
         async with self._db.write() as conn:
-            async with conn.execute(
-                "SELECT id FROM turns WHERE inbound_id = ? "
-                "AND status IN ('running', 'interrupted')",
-                (inbound_id,),
-            ) as cursor:
-                ids = [int(row[0]) for row in await cursor.fetchall()]
-            if ids:
-                marks = ",".join("?" * len(ids))
-                await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
-                await conn.execute(
-                    f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
-                )
-        return len(ids)
-
-    async def finish_turn(self, turn_id: int, record: TurnRecord) -> None:
-        """Record how a turn ended and the tokens it used."""
-        async with self._db.write() as conn:
+            await _insert_messages(conn, session_id, turn_id, messages)
             await conn.execute(
                 "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
                 "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
@@ -171,6 +160,43 @@ class HistoryStore:
                     turn_id,
                 ),
             )
+
+    async def discard_unfinished(self, inbound_id: int) -> int:
+        """Forget what earlier, unfinished attempts at answering ``inbound_id`` left in history.
+
+        A turn cut short by a crash or a shutdown is answered again after the
+        restart; its partial messages would otherwise appear twice. Returns how
+        many attempts were discarded (they stay in ``turns`` as ``interrupted``).
+        """
+        async with self._db.write() as conn:
+            rows = await conn.execute_fetchall(
+                "SELECT id FROM turns WHERE inbound_id = ? "
+                "AND status IN ('running', 'interrupted')",
+                (inbound_id,),
+            )
+            ids = [int(row[0]) for row in rows]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
+                await conn.execute(
+                    f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
+                )
+        return len(ids)
+
+
+async def _insert_messages(
+    conn: aiosqlite.Connection,
+    session_id: int,
+    turn_id: int | None,
+    messages: Sequence[ChatMessage],
+) -> None:
+    if messages:
+        now = time.time()
+        await conn.executemany(
+            "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
+            "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(session_id, turn_id, *_to_row(m), now) for m in messages],
+        )
 
 
 def _to_row(message: ChatMessage) -> tuple[object, ...]:

@@ -82,16 +82,14 @@ class InboundStore:
 
     async def pending(self) -> list[StoredInbound]:
         """Messages accepted but not yet handled, oldest first."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT id, payload FROM inbound WHERE status = 'pending' ORDER BY id"
-        ) as cursor:
-            rows = await cursor.fetchall()
+        )
         return [StoredInbound(int(r[0]), InboundMessage.from_json(str(r[1]))) for r in rows]
 
     async def status_of(self, row_id: int) -> str | None:
         """The status of one stored message (None if there is no such row)."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT status FROM inbound WHERE id = ?", (row_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return str(row[0]) if row else None
+        )
+        return next((str(row[0]) for row in rows), None)

@@ -23,11 +23,10 @@ class KeyValueStore:
 
     async def get(self, namespace: str, key: str) -> str | None:
         """The stored value, or None."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return str(row[0]) if row else None
+        )
+        return next((str(row[0]) for row in rows), None)
 
     async def set(self, namespace: str, key: str, value: str) -> None:
         """Store a value (committed)."""

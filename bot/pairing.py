@@ -97,10 +97,10 @@ class PairingStore:
 
     async def is_paired(self, channel: str, user_id: str) -> bool:
         """Whether the owner admitted this user on this channel."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT 1 FROM paired_users WHERE channel = ? AND user_id = ?", (channel, user_id)
-        ) as cursor:
-            return await cursor.fetchone() is not None
+        )
+        return bool(rows)
 
     async def request(
         self, channel: str, user_id: str, user_name: str, chat_id: str, now: float | None = None
@@ -113,19 +113,17 @@ class PairingStore:
         now = time.time() if now is None else now
         async with self._db.write() as conn:
             await conn.execute("DELETE FROM pairing_requests WHERE expires_at <= ?", (now,))
-            async with conn.execute(
+            waiting = await conn.execute_fetchall(
                 "SELECT code, channel, user_id, user_name, chat_id, expires_at "
                 "FROM pairing_requests WHERE channel = ? AND user_id = ?",
                 (channel, user_id),
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is not None:
+            )
+            for row in waiting:
                 return PairingOutcome("waiting", _request(row))
-            async with conn.execute(
+            counted = await conn.execute_fetchall(
                 "SELECT COUNT(*) FROM pairing_requests WHERE channel = ?", (channel,)
-            ) as cursor:
-                count_row = await cursor.fetchone()
-            if count_row is not None and int(count_row[0]) >= MAX_PENDING_PER_CHANNEL:
+            )
+            if any(int(row[0]) >= MAX_PENDING_PER_CHANNEL for row in counted):
                 return PairingOutcome("full")
             code = new_code()
             request = PairingRequest(code, channel, user_id, user_name, chat_id, now + CODE_TTL_S)
@@ -139,15 +137,14 @@ class PairingStore:
         """Admit the person behind ``code``; None if the code is unknown or expired."""
         now = time.time() if now is None else now
         async with self._db.write() as conn:
-            async with conn.execute(
+            found = await conn.execute_fetchall(
                 "SELECT code, channel, user_id, user_name, chat_id, expires_at "
                 "FROM pairing_requests WHERE code = ? AND expires_at > ?",
                 (normalize_code(code), now),
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is None:
+            )
+            if not found:
                 return None
-            request = _request(row)
+            request = _request(next(iter(found)))
             user = PairedUser(request.channel, request.user_id, request.user_name, now)
             await conn.execute(
                 "INSERT INTO paired_users VALUES (?, ?, ?, ?) ON CONFLICT (channel, user_id) "
@@ -168,22 +165,19 @@ class PairingStore:
     async def pending(self, now: float | None = None) -> list[PairingRequest]:
         """Codes still waiting, oldest first."""
         now = time.time() if now is None else now
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT code, channel, user_id, user_name, chat_id, expires_at FROM pairing_requests "
             "WHERE expires_at > ? ORDER BY created_at",
             (now,),
-        ) as cursor:
-            return [_request(row) for row in await cursor.fetchall()]
+        )
+        return [_request(row) for row in rows]
 
     async def paired(self) -> list[PairedUser]:
         """Everyone admitted, in the order they were admitted."""
-        async with self._db.conn.execute(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT channel, user_id, user_name, approved_at FROM paired_users ORDER BY approved_at"
-        ) as cursor:
-            return [
-                PairedUser(str(r[0]), str(r[1]), str(r[2]), float(r[3]))
-                for r in await cursor.fetchall()
-            ]
+        )
+        return [PairedUser(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
 
 
 def _request(row: Sequence[object]) -> PairingRequest:

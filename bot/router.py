@@ -132,7 +132,7 @@ class Router:
                         "%s is not connected yet; replayed replies may wait", message.channel
                     )
             log.info("answering message %s left unanswered before the restart", message.message_id)
-            self._dispatch(Job(stored.id, message))
+            self._dispatch(Job(stored.id, message, replayed=True))
 
     async def drain(self) -> None:
         """Wait until every accepted message has been handled."""
@@ -183,21 +183,22 @@ class Router:
         channel = self._channels[message.channel]
         try:
             async with channel.typing(message):
-                text = await self._answer(message, channel, jobs[0].row_id)
+                text = await self._answer(message, channel, jobs[0])
                 await self._finish(jobs, channel, text)
         except asyncio.CancelledError as exc:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
             raise
 
-    async def _answer(self, message: InboundMessage, channel: Channel, inbound_id: int) -> str:
+    async def _answer(self, message: InboundMessage, channel: Channel, job: Job) -> str:
         sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
         try:
             result = await self._agent.run_turn(
                 message,
                 channel_context=describe_chat(message),
                 on_text=sink,
-                inbound_id=inbound_id,
+                inbound_id=job.row_id,
+                replayed=job.replayed,
             )
         except UserError as exc:
             log.warning("turn in %s failed: %s", message.session, exc)

@@ -31,6 +31,7 @@ class Job:
 
     row_id: int
     message: InboundMessage
+    replayed: bool = False  # left unanswered before a restart
 
 
 TurnHandler = Callable[[list[Job]], Awaitable[None]]

@@ -44,10 +44,11 @@ async def test_round_trip_and_sessions(store: HistoryStore) -> None:
     call = ToolCall("c1", "clock", {"timezone": "UTC"})
     bad = ToolCall("c2", "calculator", {}, error="not JSON")
     messages = [user("hi"), assistant("", call, bad), result("c1"), result("c2", "Error: x")]
-    turn = await store.start_turn(first)
-    await store.append(first, messages, turn)
-    assert await store.load(first) == messages
-    await store.finish_turn(turn, TurnRecord("done", Usage(10, 5), "openai:m", 2, 2))
+    turn = await store.begin_turn(first, None, messages[:1])
+    await store.append(first, messages[1:], turn)
+    final = assistant("done")
+    await store.end_turn(first, turn, TurnRecord("done", Usage(10, 5), "openai:m", 2, 2), [final])
+    assert await store.load(first) == [*messages, final]
     fresh = await store.new_session(key)
     assert fresh != first
     assert await store.session_for(key) == fresh
