@@ -1,4 +1,7 @@
-"""Delivery helpers: splitting at limits without losing text or breaking fences, retries, pacing."""
+"""Delivery helpers: splitting at limits without losing text or breaking fences, retries, pacing.
+
+Rendering goes through the Telegram HTML style, the platform where escaping grows text most.
+"""
 
 from __future__ import annotations
 
@@ -12,34 +15,7 @@ from bot.channel import DeliveryError
 from bot.delivery import Retry, send_with_retries, split_markdown, split_rendered
 from bot.markdown import render
 from bot.pacing import Pacer
-
-
-class HtmlStyle:
-    """A Telegram-like HTML style, enough to test rendering and growth after escaping."""
-
-    def text(self, raw: str) -> str:
-        return html.escape(raw, quote=False)
-
-    def bold(self, inner: str) -> str:
-        return f"<b>{inner}</b>"
-
-    def italic(self, inner: str) -> str:
-        return f"<i>{inner}</i>"
-
-    def strike(self, inner: str) -> str:
-        return f"<s>{inner}</s>"
-
-    def code(self, raw: str) -> str:
-        return f"<code>{html.escape(raw, quote=False)}</code>"
-
-    def link(self, inner: str, url: str) -> str:
-        return f'<a href="{html.escape(url)}">{inner}</a>'
-
-    def pre(self, raw: str, language: str) -> str:
-        return f"<pre>{html.escape(raw, quote=False)}</pre>"
-
-    def heading(self, inner: str) -> str:
-        return f"<b>{inner}</b>"
+from channels.telegram_format import TelegramHtml
 
 
 def words(text: str) -> list[str]:
@@ -85,7 +61,7 @@ def test_a_huge_word_is_cut_hard() -> None:
 
 def test_pieces_that_grow_when_rendered_are_split_again() -> None:
     text = "<&>" * 1000  # every character escapes to 4-5 characters
-    rendered = split_rendered(text, 1000, lambda piece: render(piece, HtmlStyle()))
+    rendered = split_rendered(text, 1000, lambda piece: render(piece, TelegramHtml()))
     assert all(len(piece) <= 1000 for piece in rendered)
     assert html.unescape("".join(rendered)) == text
 
@@ -95,19 +71,19 @@ def test_markdown_renders_through_a_style() -> None:
         "# Title\nHello **bold _it_** and *it*, a<b & `x<y` [link](http://a?b=1&c=2)\n"
         "- item\n2*3*4 snake_case_name\n```py\nif a<b:\n```\nafter ~~gone~~"
     )
-    assert render(text, HtmlStyle()).split("\n") == [
+    assert render(text, TelegramHtml()).split("\n") == [
         "<b>Title</b>",
         "Hello <b>bold <i>it</i></b> and <i>it</i>, a&lt;b &amp; <code>x&lt;y</code> "
         '<a href="http://a?b=1&amp;c=2">link</a>',
         "• item",
         "2*3*4 snake_case_name",
-        "<pre>if a&lt;b:</pre>",
+        '<pre><code class="language-py">if a&lt;b:</code></pre>',
         "after <s>gone</s>",
     ]
 
 
 def test_an_unclosed_fence_runs_to_the_end() -> None:
-    assert render("```\ncode <here>", HtmlStyle()) == "<pre>code &lt;here&gt;</pre>"
+    assert render("```\ncode <here>", TelegramHtml()) == "<pre>code &lt;here&gt;</pre>"
 
 
 class Flaky(Exception):
