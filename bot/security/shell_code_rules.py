@@ -1,0 +1,275 @@
+"""Rules for commands that run other code: shells, interpreters, find, xargs, sed, awk, eval.
+
+Nested code is classified like the line around it (``bash -c``, ``find -exec``,
+``xargs``, ``eval``, ``trap``, ``watch``, ``su -c``); inline code for an
+interpreter cannot be checked and is high risk.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from bot.security.shell_lexer import Word
+from bot.security.shell_rules import RULES, Rule, package_manager, positional, rule
+from bot.security.shell_tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION_FLAGS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from bot.security.shell_risk import Call, Walker
+
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "nc", "ncat", "netcat", "socat", "ssh"})
+_SED_COMMAND = re.compile(
+    r"(?:^|[;{}\n])\s*(?:[0-9$]+|/(?:\\.|[^/])*/)?(?:\s*,\s*(?:[0-9$]+|/(?:\\.|[^/])*/))?"
+    r"\s*!?\s*[ewWrR](?:\s|$)"
+)
+_SED_SUBSTITUTE = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm0-9]*[ew]")
+_AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|")
+_AWK_WRITES = re.compile(r"\bprintf?\b[^;}]*>")
+
+
+@rule("find")
+def _find(w: Walker, call: Call) -> None:
+    args = call.args
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((j for j in range(index + 1, len(args)) if args[j].text in (";", "+")), None)
+            inner = args[index + 1 : len(args) if end is None else end]
+            w.add("medium", f"find {text} runs a command on every match")
+            if inner:
+                w.run_words(inner, generated=True)
+            index = len(args) if end is None else end + 1
+            continue
+        if text == "-delete":
+            w.add("high", "find -delete deletes every match")
+        elif text in ("-fprint", "-fprint0", "-fprintf", "-fls") and index + 1 < len(args):
+            w.judge(args[index + 1], "write")
+            index += 1
+        elif not text.startswith("-") and text not in ("(", ")", "!", ","):
+            w.judge(args[index], "read")
+        index += 1
+
+
+@rule("xargs")
+def _xargs(w: Walker, call: Call) -> None:
+    values = {"-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"}
+    args = list(call.args)
+    while args and args[0].text.startswith("-") and args[0].text != "--":
+        option = args.pop(0).text
+        if option in values and args:
+            args.pop(0)
+    if args and args[0].text == "--":
+        args.pop(0)
+    inner = args or [Word("echo")]
+    w.add("medium", f"xargs runs {inner[0].text} with arguments read from its input")
+    w.run_words(inner, generated=True)
+
+
+def _stdin_code(w: Walker, call: Call, language: str, *, shell: bool) -> None:
+    """A shell or interpreter with no code argument runs whatever its stdin holds."""
+    if call.stdin == "pipe":
+        if _DOWNLOADERS.intersection(call.upstream):
+            w.add("high", f"it downloads code and runs it with {call.name}")
+        else:
+            w.add("high", f"it pipes text into {call.name}, which runs whatever it is given")
+    elif call.stdin == "text" and shell:
+        w.line(call.stdin_text, at_least=f"{call.name} runs a here-document as a script")
+    elif call.stdin == "text":
+        w.add("high", f"inline {language} code cannot be checked")
+    elif call.stdin_file is not None:
+        w.add("medium", f"{call.name} runs the {language} code in a file")
+        w.judge(call.stdin_file, "run")
+    else:
+        w.add("medium", f"{call.name} runs {language} code from its input")
+
+
+@rule(*SHELLS)
+def _shell(w: Walker, call: Call) -> None:
+    args, index, inline = call.args, 0, False
+    while index < len(args):
+        text = args[index].text
+        if text == "--":
+            index += 1
+            break
+        if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            index += 2
+            continue
+        if not text.startswith(("-", "+")) or len(text) == 1:
+            break
+        inline = inline or (not text.startswith("--") and "c" in text)
+        index += 1
+    rest = args[index:]
+    if inline:
+        if rest:
+            w.line(rest[0].text, at_least=f"{call.name} -c runs a nested command line")
+    elif rest:
+        w.judge(rest[0], "run")
+        w.judge_args(rest[1:], "read")
+    else:
+        _stdin_code(w, call, "shell", shell=True)
+
+
+@rule(*INTERPRETERS)
+def _interpreter(w: Walker, call: Call) -> None:
+    language, inline_letters, value_letters = INTERPRETERS[call.name]
+    args, index = call.args, 0
+    if len(args) == 1 and args[0].text in VERSION_FLAGS:
+        return
+    while index < len(args):
+        text = args[index].text
+        if text in INLINE_LONG or text.startswith(("--eval=", "--print=")):
+            w.add("high", f"inline {language} code cannot be checked")
+            return
+        if text == "--" or not text.startswith("-") or len(text) == 1:
+            index += text == "--"
+            break
+        letters = "" if text.startswith("--") else text[1:]
+        for at, letter in enumerate(letters):
+            if letter in inline_letters:
+                w.add("high", f"inline {language} code cannot be checked")
+                return
+            if letter == "m" and call.name == "python":
+                attached = letters[at + 1 :]
+                rest = args[index + (1 if attached else 2) :]
+                module = attached or (args[index + 1].text if index + 1 < len(args) else "")
+                _python_module(w, call, module, rest)
+                return
+            if letter in value_letters:
+                index += not letters[at + 1 :]  # the value is the next word
+                break
+        index += 1
+    if index < len(args) and args[index].text != "-":
+        w.judge(args[index], "run")
+        w.judge_args(args[index + 1 :], "read")
+    else:
+        _stdin_code(w, call, language, shell=False)
+
+
+def _python_module(w: Walker, call: Call, module: str, rest: Sequence[Word]) -> None:
+    if module in ("pip", "pip3"):
+        package_manager(w, call.but(name="pip", args=list(rest)))
+    else:
+        w.add("medium", f"python -m {module} runs the module {module}")
+        w.judge_args(rest, "read")
+
+
+@rule("sed")
+def _sed(w: Walker, call: Call) -> None:
+    scripts: list[str] = []
+    files: list[Word] = []
+    in_place = has_script = False
+    words = iter(call.args)
+    for word in words:
+        text = word.text
+        if text in ("-e", "--expression", "-f", "--file"):
+            value = next(words, Word(""))
+            if text in ("-e", "--expression"):
+                scripts.append(value.text)
+            else:
+                w.judge(value, "run")
+            has_script = True
+        elif text.startswith("--"):
+            in_place = in_place or text.startswith("--in-place")
+        elif text.startswith("-") and len(text) > 1:
+            letters = text[1:].split("i", 1)[0]
+            in_place = in_place or len(letters) < len(text) - 1
+            if "e" in letters:
+                script = letters.split("e", 1)[1] or next(words, Word("")).text
+                scripts.append(script)
+                has_script = True
+        else:
+            files.append(word)
+    if not has_script and files:
+        scripts.append(files.pop(0).text)
+    if any(_SED_COMMAND.search(s) or _SED_SUBSTITUTE.search(s) for s in scripts):
+        w.add("high", "the sed script can run commands or read and write other files")
+    if in_place:
+        w.add("medium", "sed -i edits files in place")
+    for word in files:
+        w.judge(word, "write" if in_place else "read")
+
+
+@rule("awk")
+def _awk(w: Walker, call: Call) -> None:
+    args, index, program = call.args, 0, None
+    while index < len(args):
+        text = args[index].text
+        if text in ("-f", "--file") and index + 1 < len(args):
+            w.add("medium", "awk runs the program in a file")
+            w.judge(args[index + 1], "run")
+            program, index = "", index + 2
+        elif text in ("-v", "-F", "--assign", "--field-separator"):
+            index += 2
+        elif text.startswith("-") and len(text) > 1 and text != "--":
+            index += 1
+        else:
+            index += text == "--"
+            break
+    rest = list(args[index:])
+    if program is None and rest:
+        program = rest.pop(0).text
+    if program and _AWK_RUNS.search(program):
+        w.add("high", "the awk program runs commands (system or a pipe)")
+    elif program and _AWK_WRITES.search(program):
+        w.add("medium", "the awk program writes files")
+    w.judge_args(rest, "read")
+
+
+@rule("eval")
+def _eval(w: Walker, call: Call) -> None:
+    w.line(" ".join(word.text for word in call.args))
+
+
+@rule("source", ".")
+def _source(w: Walker, call: Call) -> None:
+    if not call.args:
+        return
+    script = call.args[0]
+    if script.expands or script.subs:
+        w.add("high", f"{call.name} runs code that is only known when it runs")
+    else:
+        w.judge(script, "run")
+    w.judge_args(call.args[1:], "read")
+
+
+@rule("trap")
+def _trap(w: Walker, call: Call) -> None:
+    words = positional(call.args)
+    if len(words) >= 2 and words[0].text not in ("", "-"):
+        w.line(words[0].text, at_least="trap runs a command when a signal arrives")
+
+
+@rule("watch")
+def _watch(w: Walker, call: Call) -> None:
+    args = list(call.args)
+    direct = False
+    while args and args[0].text.startswith("-"):
+        option = args.pop(0).text
+        direct = direct or option in ("-x", "--exec")
+        if option in ("-n", "--interval", "-q", "--equexit") and args:
+            args.pop(0)
+    if not args:
+        return
+    w.add("medium", f"watch runs {args[0].text} again and again")
+    if direct:
+        w.run_words(args)
+    else:
+        w.line(" ".join(word.text for word in args))
+
+
+@rule("su", "script")
+def _command_option(w: Walker, call: Call) -> None:
+    words = iter(call.args)
+    for word in words:
+        if word.text in ("-c", "--command", "--session-command"):
+            w.line(next(words, Word("")).text)
+    if call.name == "script":
+        w.add("medium", "script records a session into a file")
+        w.judge_args(positional(call.args, {"-c", "--command", "-T", "-t"}), "write")
+
+
+ALL_RULES: dict[str, Rule] = RULES
+"""Every rule: those of ``shell_rules`` and, registered on import, this module's."""

@@ -1,0 +1,269 @@
+"""How risky a shell command line is: every segment, substitution and path judged.
+
+``classify`` tokenises the line (``shell_lexer``), splits it into simple
+commands on ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines (``shell_parse``)
+and rates each one from the tables (``shell_tables``) and the per-command
+rules (``shell_rules``, ``shell_code_rules``). Nested code (``$(...)``,
+backticks, ``bash -c``, ``find -exec``, ``xargs``, ``env`` and other wrappers)
+is classified the same way; paths are judged by the ``PathGuard``
+(``shell_paths``). The line is as risky as its riskiest part, and forbidden if
+any part names a forbidden place. A first word alone never decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.security.paths import PathGuard
+from bot.security.shell_code_rules import ALL_RULES
+from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
+from bot.security.shell_parse import SimpleCommand, split_commands
+from bot.security.shell_paths import Findings, PathJudge, Use, shown
+from bot.security.shell_rules import LOOKS_INSIDE
+from bot.security.shell_tables import (
+    ASSIGNMENT,
+    DANGEROUS_VARS,
+    HIGH,
+    LOW,
+    MEDIUM,
+    NAMES_ONLY,
+    RUNS_CODE_OPTIONS,
+    WRAPPERS,
+    normalise,
+)
+from bot.tool_api import Assessment, Risk
+
+__all__ = ["Call", "Use", "Walker", "classify"]
+
+MAX_DEPTH = 8
+_SYSTEM_BIN = re.compile(r"^/(usr/(local/)?)?s?bin/")
+
+Stdin = Literal["none", "pipe", "file", "text"]
+
+
+def classify(
+    command: str,
+    *,
+    guard: PathGuard,
+    allowlist: Collection[str] = (),
+    cwd: Path | None = None,
+) -> Assessment:
+    """The risk of running ``command`` with ``/bin/sh -c`` in ``cwd`` (the workspace)."""
+    walker = Walker(guard, allowlist, cwd)
+    walker.line(command)
+    return walker.findings.assessment()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One command ready to be rated: name, arguments, and what feeds its stdin."""
+
+    name: str
+    args: list[Word]
+    stdin: Stdin = "none"
+    stdin_text: str = ""  # a here-document or here-string
+    stdin_file: Word | None = None  # the target of `< file`
+    upstream: tuple[str, ...] = ()
+
+    def but(self, **changes: Any) -> Call:
+        """This call with some fields changed."""
+        return replace(self, **changes)
+
+
+class Walker:
+    """Walks one command line and everything nested in it, collecting findings."""
+
+    def __init__(self, guard: PathGuard, allowlist: Collection[str], cwd: Path | None) -> None:
+        self.allowlist = [tuple(entry.split()) for entry in allowlist if entry.strip()]
+        self.findings = Findings()
+        self.paths = PathJudge(guard, cwd, self.findings)
+        self.functions: set[str] = set()
+        self.depth = 0
+        self.generating = 0  # inside xargs or find -exec: arguments are added at run time
+
+    def add(self, risk: Risk, reason: str) -> None:
+        """Record that something in the line is at least ``risk``, because of ``reason``."""
+        self.findings.add(risk, reason)
+
+    def judge(self, word: Word, use: Use) -> None:
+        """Judge one word that may be a path."""
+        self.paths.judge(word, use)
+
+    def judge_args(self, args: Sequence[Word], use: Use) -> None:
+        """Judge every argument that may be a path."""
+        self.paths.judge_args(args, use)
+
+    def change_directory(self, word: Word | None) -> None:
+        """Follow a ``cd`` for the rest of the line."""
+        self.paths.change_directory(word)
+
+    def line(self, text: str, at_least: str | None = None) -> None:
+        """Classify a (nested) command line; ``at_least`` makes it medium with that reason."""
+        if at_least:
+            self.add("medium", at_least)
+        if self.depth >= MAX_DEPTH:
+            self.add("high", "the command nests shells too deeply to check")
+            return
+        try:
+            tokens = tokenize(text)
+        except ShellSyntaxError as exc:
+            self.add("high", f"the command line cannot be read: {exc}")
+            return
+        simples, functions = split_commands(tokens)
+        self.functions |= functions
+        self.depth += 1
+        try:
+            for simple in simples:
+                self._simple(simple)
+        finally:
+            self.depth -= 1
+
+    def run_words(self, words: Sequence[Word], *, generated: bool = False) -> None:
+        """Rate ``words`` as a command of their own (``find -exec``, ``xargs``, ``watch -x``)."""
+        self.generating += generated
+        try:
+            self.run(words, Call(normalise(words[0].text), list(words[1:])))
+        finally:
+            self.generating -= generated
+
+    def _simple(self, simple: SimpleCommand) -> None:
+        for word in simple.words:
+            self._subs(word.subs)
+        stdin: Stdin = "pipe" if simple.piped_in else "none"
+        stdin_text, stdin_file = "", None
+        for op, target in simple.redirects:
+            self._subs(op.subs + (target.subs if target is not None else ()))
+            if op.heredoc is not None:
+                stdin, stdin_text = "text", op.heredoc
+            elif op.text == "<<<":
+                stdin, stdin_text = "text", target.text if target is not None else ""
+            elif op.text == "<" and target is not None and op.fd in ("", "0"):
+                stdin, stdin_file = "file", target
+            self._redirect(op, target)
+        words = simple.words
+        while words and ASSIGNMENT.match(words[0].text):
+            self.assign(words[0])
+            words = words[1:]
+        if not words:
+            return
+        name = normalise(words[0].text)
+        if simple.function is not None and name == simple.function:
+            self.add("high", f"the function {name} calls itself (a fork bomb)")
+        call = Call(name, list(words[1:]), stdin, stdin_text, stdin_file, simple.upstream)
+        self.run(words, call)
+
+    def _subs(self, subs: Sequence[str]) -> None:
+        for body in subs:
+            self.line(body, at_least="it runs a command substitution")
+
+    def _redirect(self, op: Op, target: Word | None) -> None:
+        if target is None or op.text in ("<<", "<<-", "<<<"):
+            return
+        if op.text in (">&", "<&") and (target.text.isdigit() or target.text == "-"):
+            return  # 2>&1 duplicates a descriptor and names no file
+        self.judge(target, "read" if op.text == "<" else "write")
+
+    def assign(self, word: Word) -> None:
+        """A ``NAME=value`` word: dangerous names are high; literal values are remembered."""
+        match = ASSIGNMENT.match(word.text)
+        if match is None:
+            return
+        name, value = match.groups()  # its substitutions were classified with its command
+        if name in DANGEROUS_VARS:
+            self.add("high", f"setting {name} changes which programs or code later commands run")
+        if not word.expands:
+            self.paths.remember(name, value)
+        if "/" in value or value.startswith("~"):
+            self.judge(Word(value, word.expands, word.glob, word.quoted), "name")
+
+    def run(self, words: Sequence[Word], call: Call) -> None:
+        """Rate the command ``words`` (``words[0]`` is the command itself)."""
+        head, name = words[0], call.name
+        if head.expands or head.subs:
+            self.add("high", f"the command name {shown(head.text)} is only known when it runs")
+            return
+        if head.glob:
+            self.add(
+                "high", f"the command name {shown(head.text)} is a pattern matched at run time"
+            )
+            return
+        if not name:
+            return
+        if "/" in head.text:  # ./ls is whatever file is there, not necessarily ls
+            system = _SYSTEM_BIN.match(os.path.normpath(head.text))
+            self.judge(head, "name" if system else "run")
+        if name in HIGH:
+            reason = HIGH[name]
+            self.add("high", reason if reason.startswith(name) else f"{name} {reason}")
+        if option := _code_option(name, call.args):
+            self.add("high", f"{name} {option} runs another program or code")
+        if name in WRAPPERS:
+            if name in MEDIUM:
+                self.add("medium", f"{name} {MEDIUM[name]}")
+            self._unwrap(name, call)
+        elif name not in HIGH and name not in LOOKS_INSIDE and self._allowed(call):
+            self.judge_args(call.args, "read")
+        elif name in ALL_RULES:
+            ALL_RULES[name](self, call)
+        elif name in self.functions and name not in HIGH:
+            return  # its body was classified where it was defined
+        else:
+            self.rate(call)
+
+    def rate(self, call: Call, use: Use | None = None) -> None:
+        """The default rating: the tables for the name, then every argument judged."""
+        name = call.name
+        if name in MEDIUM:
+            self.add("medium", f"{name} {MEDIUM[name]}")
+        elif name not in LOW and name not in HIGH:
+            self.add("medium", f"{name} is not a command PinClaw knows")
+        if use is None:
+            use = "write" if name in HIGH else "name" if name in NAMES_ONLY else "read"
+        self.judge_args(call.args, use)
+
+    def _allowed(self, call: Call) -> bool:
+        words = (call.name, *(word.text for word in call.args))
+        return any(words[: len(entry)] == entry for entry in self.allowlist)
+
+    def _unwrap(self, name: str, call: Call) -> None:
+        """Skip a wrapper's own options and rate the command it runs."""
+        value_options, positionals = WRAPPERS[name]
+        args = list(call.args)
+        while args:
+            text = args[0].text
+            if text == "--":
+                args.pop(0)
+                break
+            if name == "env" and text in ("-S", "--split-string") and len(args) > 1:
+                self.line(args[1].text, at_least="env -S runs a command line")
+                args = args[2:]
+            elif name == "env" and ASSIGNMENT.match(text):
+                self.assign(args.pop(0))
+            elif name == "command" and text in ("-v", "-V"):
+                return  # only looks the name up
+            elif text.startswith("-") and len(text) > 1:
+                args.pop(0)
+                if text in value_options and args:
+                    self.judge(args.pop(0), "read")
+            else:
+                break
+        for _ in range(positionals):
+            if args:
+                self.judge(args.pop(0), "read")
+        if args:
+            self.run(args, call.but(name=normalise(args[0].text), args=args[1:]))
+
+
+def _code_option(name: str, args: Sequence[Word]) -> str:
+    """The option (if any) that makes ``name`` run another program: ``tar --to-command``."""
+    options = RUNS_CODE_OPTIONS.get(name, frozenset())
+    for word in args:
+        option = word.text.split("=", 1)[0]
+        if option in options or ("+" in options and option[:1] == "+" and len(option) > 1):
+            return option
+    return ""
