@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from bot.tool_registry import ToolExecutor
 
 log = logging.getLogger(__name__)
 
-TurnStatus = Literal["done", "iteration_limit"]
+TurnStatus = Literal["done", "iteration_limit", "budget"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +47,14 @@ class TurnResult:
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
-    """Per-request settings taken from the main provider's config."""
+    """Per-request settings taken from the main provider's config, and the daily budget.
+
+    ``tokens_per_day`` caps one person's model tokens in any 24 hours (0: no cap).
+    """
 
     max_tokens: int = 4096
     temperature: float | None = None
+    tokens_per_day: int = 0
 
 
 class Agent:
@@ -67,7 +72,9 @@ class Agent:
         model: ModelSettings,
         workspace: Path,
         timezone: ZoneInfo,
+        depth: int = 0,
     ) -> None:
+        self._depth = depth
         self._provider = provider
         self._tools = tools
         self._history = history
@@ -103,15 +110,19 @@ class Agent:
             log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
         if session_id is None:
             session_id = await self._history.session_for(message.session)
+        over = await self._over_budget(message.sender_id)
+        if over:
+            return TurnResult(over, "budget", Usage(), 0, 0)
         earlier = repair_history(await self._history.load(session_id))
         user = ChatMessage(role="user", content=message.text)
-        turn_id = await self._history.begin_turn(session_id, inbound_id, [user])
+        turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
         turn: list[ChatMessage] = [user]
         ctx = ToolContext(
             session=message.session,
             workspace=self._workspace,
             timezone=self._timezone,
             sender_id=message.sender_id,
+            depth=self._depth,
         )
         usage, calls_made, status = Usage(), 0, "failed"
         rounds = 0
@@ -170,6 +181,20 @@ class Agent:
                 usage.input_tokens,
                 usage.output_tokens,
             )
+
+    async def _over_budget(self, sender: str) -> str:
+        """A plain sentence when ``sender`` used up today's model budget, else ""."""
+        limit = self._model.tokens_per_day
+        if limit <= 0:
+            return ""
+        used = await self._history.tokens_since(sender, time.time() - 86_400)
+        if used < limit:
+            return ""
+        log.warning("turn refused: %s used %d of %d tokens in 24 h", sender, used, limit)
+        return (
+            f"You have reached today's limit for the model ({used:,} of {limit:,} tokens "
+            "in the last 24 hours). Please try again later."
+        )
 
     async def _run_tools(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ChatMessage]:
         results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))

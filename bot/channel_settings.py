@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from bot.config import Section
+from bot.config_base import Section
 
 
 class ChannelSettings(Section):

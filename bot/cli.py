@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from bot import __version__
 from bot.errors import ConfigError, UserError
@@ -107,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("user_id")
     revoke.set_defaults(handler=_pairing)
 
+    audit = sub.add_parser("audit", parents=[common], help="the log of every tool call")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
+    verify = audit_sub.add_parser("verify", parents=[common], help="check the log's hash chain")
+    verify.add_argument("path", nargs="?", help="log file (default: the one in use)")
+    verify.set_defaults(handler=_audit)
+    show = audit_sub.add_parser("show", parents=[common], help="the latest entries, readably")
+    show.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
+    show.set_defaults(handler=_audit)
+
     config = sub.add_parser("config", parents=[common], help="work with the config file")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = config_sub.add_parser("check", parents=[common], help="validate a config file")
@@ -184,6 +194,19 @@ def _onboard(args: argparse.Namespace) -> int:
         check=not args.skip_check,
     )
     return onboard(config_path(_config_arg(args)), flags)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from bot.audit_cli import show_audit, verify_audit
+    from bot.config import load_config
+
+    if args.audit_command == "verify" and getattr(args, "path", None):
+        return verify_audit(Path(args.path).expanduser())
+    loaded = load_config(_config_arg(args))
+    path = loaded.data_dir / loaded.config.security.audit_log
+    if args.audit_command == "verify":
+        return verify_audit(path)
+    return show_audit(path, args.lines)
 
 
 def _config_check(args: argparse.Namespace) -> int:

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
+from bot.config_base import Section
 from bot.config_errors import describe_validation_error
+from bot.config_security import SecurityConfig
 from bot.errors import ConfigError
 
 CONFIG_ENV = "PINCLAW_CONFIG"
@@ -33,12 +35,6 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "gemini": "https://generativelanguage.googleapis.com",
     "ollama": "http://localhost:11434",
 }
-
-
-class Section(BaseModel):
-    """Base of every config table: unknown keys and wrong types are errors."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class ProviderSpec(Section):
@@ -98,6 +94,16 @@ class ProviderConfig(ProviderSpec):
     fallbacks: list[ProviderSpec] = Field(default_factory=list)
 
 
+class SubAgentConfig(Section):
+    """``[agents.NAME]``: a sub-agent the ``delegate`` tool can hand a task to."""
+
+    description: str = Field(min_length=1)
+    system_prompt: str = ""
+    tools: list[str] = Field(default_factory=list)
+    provider: ProviderSpec | None = None
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
 class GeneralConfig(Section):
     """Where state lives and how the daemon logs."""
 
@@ -125,6 +131,7 @@ class AgentConfig(Section):
     max_tool_iterations: int = Field(default=10, ge=1, le=100)
     history_budget_tokens: int = Field(default=12000, ge=500)
     identity_file: str = "IDENTITY.md"
+    max_delegation_depth: int = Field(default=1, ge=0, le=3)
 
 
 class ToolsConfig(Section):
@@ -152,6 +159,8 @@ class Config(Section):
     agent: AgentConfig = AgentConfig()
     tools: ToolsConfig = ToolsConfig()
     daemon: DaemonConfig = DaemonConfig()
+    security: SecurityConfig = SecurityConfig()
+    agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 
     def enabled_channels(self) -> dict[str, BaseModel]:
@@ -312,6 +321,7 @@ def _host_zone_name() -> str | None:
 def _provider_specs(config: Config) -> list[tuple[str, ProviderSpec]]:
     specs: list[tuple[str, ProviderSpec]] = [("provider", config.provider)]
     specs += [(f"provider.fallbacks[{i}]", s) for i, s in enumerate(config.provider.fallbacks)]
+    specs += [(f"agents.{n}.provider", a.provider) for n, a in config.agents.items() if a.provider]
     return specs
 
 

@@ -23,6 +23,11 @@ class ToolError(PinclawError):
     """An ordinary tool failure, reported to the model as the tool's result."""
 
 
+class Refused(ToolError):
+    """The security policy refused a call; the message says plainly what and why,
+    without hinting at how to widen the agent's own permissions."""
+
+
 class UserError(PinclawError):
     """A problem stated for a person: ``str(exc)`` is one plain sentence."""
 

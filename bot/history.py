@@ -58,6 +58,10 @@ MIGRATIONS = [
     ALTER TABLE turns ADD COLUMN inbound_id INTEGER;
     CREATE INDEX turns_by_inbound ON turns (inbound_id);
     """,
+    """
+    ALTER TABLE turns ADD COLUMN sender TEXT;
+    CREATE INDEX turns_by_sender ON turns (sender, started_at);
+    """,
 ]
 
 
@@ -120,7 +124,11 @@ class HistoryStore:
             await _insert_messages(conn, session_id, turn_id, messages)
 
     async def begin_turn(
-        self, session_id: int, inbound_id: int | None, messages: Sequence[ChatMessage]
+        self,
+        session_id: int,
+        inbound_id: int | None,
+        messages: Sequence[ChatMessage],
+        sender: str = "",
     ) -> int:
         """Record that a turn started, with the messages that opened it; return its id.
 
@@ -128,8 +136,9 @@ class HistoryStore:
         """
         async with self._db.write() as conn:
             row = await conn.execute_insert(
-                "INSERT INTO turns (session_id, started_at, inbound_id) VALUES (?, ?, ?)",
-                (session_id, time.time(), inbound_id),
+                "INSERT INTO turns (session_id, started_at, inbound_id, sender) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, time.time(), inbound_id, sender),
             )
             assert row is not None
             turn_id = int(row[0])
@@ -160,6 +169,15 @@ class HistoryStore:
                     turn_id,
                 ),
             )
+
+    async def tokens_since(self, sender: str, since: float) -> int:
+        """Model tokens (in and out) used by ``sender``'s turns since ``since``."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM turns "
+            "WHERE sender = ? AND started_at >= ?",
+            (sender, since),
+        )
+        return next((int(row[0]) for row in rows), 0)
 
     async def discard_unfinished(self, inbound_id: int) -> int:
         """Forget what earlier, unfinished attempts at answering ``inbound_id`` left in history.

@@ -33,8 +33,12 @@ class PromptBuilder:
         identity_path: Path,
         timezone: ZoneInfo,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        notes: Sequence[str] = (),
+        identity_text: str | None = None,
     ) -> None:
         self.identity_path = identity_path
+        self._notes = tuple(notes)
+        self._fixed_identity = identity_text
         self._timezone = timezone
         self._now = now
         self._identity = ""
@@ -48,6 +52,8 @@ class PromptBuilder:
 
     def identity(self) -> str:
         """The identity text, re-read only when the file changed."""
+        if self._fixed_identity is not None:
+            return self._fixed_identity
         try:
             mtime = self.identity_path.stat().st_mtime
         except OSError:
@@ -64,6 +70,7 @@ class PromptBuilder:
             self.identity(),
             f"Current time: {now:%A %Y-%m-%d %H:%M} ({self._timezone.key}).",
             channel,
+            *self._notes,
             *extra,
             tools_section,
         ]

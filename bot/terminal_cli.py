@@ -42,6 +42,7 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
         inbound = InboundStore(app.db)
         await inbound.setup()
         channel = TerminalChannel(chat_id=session, user=login_name())
+        app.gate.register_approver(channel.name, channel)
         router = Router(
             agent=app.agent,
             channels={channel.name: channel},

@@ -29,6 +29,32 @@ from bot.errors import ToolError
 from bot.messages import SessionKey
 
 Risk = Literal["low", "medium", "high"]
+Effect = Literal["read", "write", "shell", "network", "actuate"]
+"""What a tool does to the world; ``readonly`` autonomy allows only reads."""
+
+RISK_ORDER: dict[Risk, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """How risky one particular call is, and why.
+
+    ``forbidden`` marks a call refused at every autonomy level (a forbidden path,
+    a private address): no approval can let it through.
+    """
+
+    risk: Risk
+    reason: str = ""
+    forbidden: bool = False
+
+    def at_least(self, risk: Risk, reason: str) -> Assessment:
+        """This assessment raised to ``risk`` (keeping the higher one and its reason)."""
+        if RISK_ORDER[risk] <= RISK_ORDER[self.risk]:
+            return self
+        return Assessment(risk, reason, self.forbidden)
+
+
+AssessFunction = Callable[..., "Assessment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +88,10 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Everything a call may use, passed explicitly: no tool keeps "the current chat"."""
+    """Everything a call may use, passed explicitly: no tool keeps "the current chat".
+
+    ``depth`` counts delegations: a sub-agent's tools run at depth 1 and so on.
+    """
 
     session: SessionKey
     workspace: Path
@@ -70,6 +99,7 @@ class ToolContext:
     origin: str = "chat"
     sender_id: str = ""
     now: Callable[[], datetime] = field(default=_utc_now)
+    depth: int = 0
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -85,6 +115,9 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         risk: Risk = "low",
+        effect: Effect = "read",
+        untrusted_output: bool = False,
+        assess: AssessFunction | None = None,
         timeout_s: float | None = None,
     ) -> None:
         self.func = func
@@ -93,6 +126,9 @@ class Tool:
         if not self.description:
             raise ValueError(f"tool {self.name} needs a description (its docstring)")
         self.risk: Risk = risk
+        self.effect: Effect = effect
+        self.untrusted_output = untrusted_output
+        self._assess = assess
         self.timeout_s = timeout_s
         self.arguments_model = _arguments_model(func, self.name)
         self._container_fields = _container_fields(self.arguments_model)
@@ -113,11 +149,25 @@ class Tool:
         except ValidationError as exc:
             raise ToolError(self._explain(exc)) from None
 
+    def assess(self, ctx: ToolContext, values: BaseModel) -> Assessment:
+        """The risk of this particular call: the tool's own rating unless it assesses calls.
+
+        An ``assess`` function gets the validated arguments as keywords and may
+        raise ``ToolError`` (e.g. a path outside the workspace): the call is then
+        refused with that message.
+        """
+        if self._assess is None:
+            return Assessment(self.risk)
+        assessment: Assessment = self._assess(ctx, **_kwargs(values))
+        return assessment
+
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolResult:
         """Validate ``arguments`` and run the tool (errors propagate to the registry)."""
-        values = self.validate(arguments)
-        kwargs = {name: getattr(values, name) for name in type(values).model_fields}
-        result = await self.func(ctx, **kwargs)
+        return await self.run(ctx, self.validate(arguments))
+
+    async def run(self, ctx: ToolContext, values: BaseModel) -> ToolResult:
+        """Run the tool with already validated arguments."""
+        result = await self.func(ctx, **_kwargs(values))
         if isinstance(result, ToolResult):
             return result
         if isinstance(result, str):
@@ -156,15 +206,37 @@ def tool(
     name: str | None = None,
     *,
     risk: Risk = "low",
+    effect: Effect = "read",
+    untrusted_output: bool = False,
+    assess: AssessFunction | None = None,
     timeout_s: float | None = None,
     description: str | None = None,
 ) -> Callable[[ToolFunction], Tool]:
-    """Decorator: turn a typed async function into a ``Tool``."""
+    """Decorator: turn a typed async function into a ``Tool``.
+
+    ``risk`` is the tool's usual risk; ``assess(ctx, **arguments)`` may rate each
+    call instead (a shell command line, a path). ``effect`` says what it does to
+    the world; ``untrusted_output`` marks output that may contain someone else's
+    instructions (web pages, files, command output).
+    """
 
     def wrap(func: ToolFunction) -> Tool:
-        return Tool(func, name=name, description=description, risk=risk, timeout_s=timeout_s)
+        return Tool(
+            func,
+            name=name,
+            description=description,
+            risk=risk,
+            effect=effect,
+            untrusted_output=untrusted_output,
+            assess=assess,
+            timeout_s=timeout_s,
+        )
 
     return wrap
+
+
+def _kwargs(values: BaseModel) -> dict[str, Any]:
+    return {name: getattr(values, name) for name in type(values).model_fields}
 
 
 class _Arguments(BaseModel):

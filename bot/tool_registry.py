@@ -13,17 +13,38 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Iterable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import BaseModel
 
 from bot.config import LoadedConfig
 from bot.conversation import ToolCall, ToolSpec
 from bot.errors import ToolError, log_bug
 from bot.tool_api import Tool, ToolContext, ToolResult
 
+if TYPE_CHECKING:
+    from bot.security.kit import SecurityKit
+
 log = logging.getLogger(__name__)
 
-TOOL_MODULES: tuple[str, ...] = ("tools.clock", "tools.calculator")
-"""Modules that contribute tools; each has ``build(config: LoadedConfig) -> list[Tool]``."""
+TOOL_MODULES: tuple[str, ...] = (
+    "tools.clock",
+    "tools.calculator",
+    "tools.files",
+    "tools.shell",
+    "tools.web",
+)
+"""Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """A call whose tool was found and whose arguments passed validation."""
+
+    call: ToolCall
+    tool: Tool
+    values: BaseModel
 
 
 class ToolExecutor(Protocol):
@@ -64,18 +85,43 @@ class ToolRegistry:
         """What the model is told about every tool."""
         return tuple(item.spec() for item in self._tools.values())
 
+    def has_untrusted_output(self) -> bool:
+        """Whether any tool returns outside text (so the prompt explains the marking)."""
+        return any(item.untrusted_output for item in self._tools.values())
+
+    def add(self, item: Tool) -> None:
+        """Register one more tool (one built after the others, such as ``delegate``)."""
+        if item.name in self._tools:
+            raise ValueError(f"two tools are named {item.name!r}")
+        self._tools[item.name] = item
+
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run one call; never raises except on cancellation."""
+        prepared = self.prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        return await self.run_prepared(prepared, ctx)
+
+    def prepare(self, call: ToolCall) -> PreparedCall | ToolResult:
+        """Find the tool and validate the arguments; a failed result says what to fix."""
         if call.error:
             return ToolResult.failure(f"the call to {call.name} could not be read: {call.error}")
         item = self._tools.get(call.name)
         if item is None:
             known = ", ".join(self._tools) or "none"
             return ToolResult.failure(f"there is no tool named {call.name!r}; tools: {known}")
+        try:
+            return PreparedCall(call, item, item.validate(call.arguments))
+        except ToolError as exc:
+            return ToolResult.failure(str(exc))
+
+    async def run_prepared(self, prepared: PreparedCall, ctx: ToolContext) -> ToolResult:
+        """Run a validated call with its timeout; map every failure to a result; cap output."""
+        call, item = prepared.call, prepared.tool
         timeout = item.timeout_s or self._default_timeout_s
         try:
             async with asyncio.timeout(timeout) as scope:
-                result = await item.invoke(ctx, call.arguments)
+                result = await item.run(ctx, prepared.values)
         except ToolError as exc:
             result = ToolResult.failure(str(exc))
         except TimeoutError:
@@ -107,13 +153,17 @@ def truncate_result(result: ToolResult, limit: int) -> ToolResult:
     return ToolResult(ok=result.ok, output=head + marker + tail, error=result.error)
 
 
-def build_registry(loaded: LoadedConfig) -> ToolRegistry:
-    """Assemble the tool set from the config, leaving out disabled tools."""
+def build_registry(loaded: LoadedConfig, security: SecurityKit) -> ToolRegistry:
+    """Assemble the tool set from the config, leaving out disabled tools.
+
+    Each tool module gets the ``SecurityKit`` (its guards and settings) here, when
+    the registry is assembled: there is no other way for a tool to reach them.
+    """
     settings = loaded.config.tools
     disabled = set(settings.disabled)
     available: list[Tool] = []
     for module_name in TOOL_MODULES:
-        available.extend(importlib.import_module(module_name).build(loaded))
+        available.extend(importlib.import_module(module_name).build(loaded, security))
     tools = [t for t in available if t.name not in disabled]
     unknown = disabled - {t.name for t in available}
     if unknown:

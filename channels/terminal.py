@@ -18,6 +18,7 @@ from typing import TextIO
 from bot.channel import ChannelStatus, DeliveryError, Inbox
 from bot.conversation import TextSink
 from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.security.approval import ApprovalOutcome, ApprovalRequest
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
 
@@ -44,6 +45,7 @@ class TerminalChannel:
         self._closed = asyncio.Event()
         self._thread: threading.Thread | None = None
         self._streamed = False
+        self._answer: asyncio.Future[str] | None = None  # an approval waiting for y/n
         self.status = ChannelStatus(self.name)
 
     async def run(self, inbox: Inbox) -> None:
@@ -78,6 +80,26 @@ class TerminalChannel:
         self._streamed = False
         self._ready.set()
 
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
+        """Ask the person at the terminal: the next line they type is the answer."""
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._answer = answer
+        if self._streamed:
+            self._write("\n")
+            self._streamed = False
+        self._write(
+            f"PinClaw wants to use {request.tool}: {request.summary}\n"
+            f"  ({request.risk} risk{': ' + request.reason if request.reason else ''})\n"
+            "Allow it? [y/N] "
+        )
+        self._ready.set()
+        try:
+            line = await answer
+        finally:
+            self._answer = None
+        approved = line.strip().lower() in ("y", "yes")
+        return ApprovalOutcome("approved" if approved else "denied", by=self._user)
+
     def text_sink(self, message: InboundMessage) -> TextSink:
         """Print reply text as it arrives."""
 
@@ -101,6 +123,13 @@ class TerminalChannel:
             self._ready.wait()
             self._ready.clear()
             line = self._read_one()
+            answer = self._answer
+            if answer is not None:  # this line answers an approval, it is not a message
+                loop.call_soon_threadsafe(_settle, answer, line or "")
+                if line is None:
+                    loop.call_soon_threadsafe(self._closed.set)
+                    return
+                continue
             if line is None or line.strip().lower() in QUIT_WORDS:
                 loop.call_soon_threadsafe(self._closed.set)
                 return
@@ -125,3 +154,8 @@ class TerminalChannel:
                 return None
         line = self._stdin.readline()
         return line if line else None
+
+
+def _settle(future: asyncio.Future[str], value: str) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh home folder, so nothing reads or writes the real ~/.pinclaw."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from bot.config import LoadedConfig, parse_config
 from bot.conversation import ToolCall
 from bot.errors import ToolError
 from bot.messages import SessionKey
+from bot.security.kit import build_security
 from bot.tool_api import Tool, ToolContext, ToolResult, tool
 from bot.tool_registry import ToolRegistry, build_registry, truncate_result
 
@@ -218,14 +219,26 @@ def test_duplicate_names_are_refused() -> None:
 def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     raw = {
         "provider": {"kind": "ollama", "model": "m"},
-        "tools": {"disabled": ["calculator", "teleport"], "timeout_s": 3},
+        "tools": {"disabled": ["calculator", "shell", "teleport"], "timeout_s": 3},
     }
     loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "c.toml", tmp_path)
     with caplog.at_level(logging.WARNING):
-        tools = build_registry(loaded)
-    assert tools.names() == ["clock"]
+        tools = build_registry(loaded, build_security(loaded))
+    assert "calculator" not in tools.names() and "shell" not in tools.names()
+    assert "clock" in tools.names()
     assert "teleport" in caplog.text
-    everything = build_registry(
-        LoadedConfig(parse_config({"provider": raw["provider"]}, {}), tmp_path, tmp_path)
-    )
-    assert everything.names() == ["clock", "calculator"]
+    full = LoadedConfig(parse_config({"provider": raw["provider"]}, {}), tmp_path, tmp_path)
+    everything = build_registry(full, build_security(full))
+    assert everything.names() == [
+        "clock",
+        "calculator",
+        "file_read",
+        "file_write",
+        "file_edit",
+        "file_list",
+        "glob_search",
+        "content_search",
+        "shell",
+        "http_request",
+        "web_fetch",
+    ]

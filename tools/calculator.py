@@ -17,6 +17,7 @@ from pydantic import Field
 
 from bot.config import LoadedConfig
 from bot.errors import ToolError
+from bot.security.kit import SecurityKit
 from bot.tool_api import Tool, ToolContext, tool
 
 Number = int | float
@@ -153,6 +154,6 @@ async def calculator(
     return f"{expression.strip()} = {format_number(evaluate(expression))}"
 
 
-def build(config: LoadedConfig) -> list[Tool]:
+def build(config: LoadedConfig, security: SecurityKit) -> list[Tool]:
     """The calculator needs no configuration."""
     return [calculator]

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from bot.config import LoadedConfig
 from bot.errors import ToolError
+from bot.security.kit import SecurityKit
 from bot.tool_api import Tool, ToolContext, tool
 
 
@@ -38,6 +39,6 @@ async def clock(
     )
 
 
-def build(config: LoadedConfig) -> list[Tool]:
+def build(config: LoadedConfig, security: SecurityKit) -> list[Tool]:
     """The clock tool needs no configuration."""
     return [clock]

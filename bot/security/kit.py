@@ -1,0 +1,74 @@
+"""Building the security pieces from the config, once, for every tool factory.
+
+The network guard is built on first use: it brings httpcore's connection
+machinery, which a turn that never touches the web should not pay for at start.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.config import LoadedConfig
+from bot.config_security import SecurityConfig
+from bot.security.paths import PathGuard
+from bot.security.redact import Redactor, config_secrets
+from bot.tls import shared_ssl_context
+
+if TYPE_CHECKING:
+    from bot.security.net import NetGuard, Resolver
+
+
+class SecurityKit:
+    """What tools are given: the policy's settings and its guards."""
+
+    def __init__(
+        self,
+        *,
+        config: SecurityConfig,
+        workspace: Path,
+        paths: PathGuard,
+        redactor: Redactor,
+        make_net: Callable[[], NetGuard],
+    ) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.paths = paths
+        self.redactor = redactor
+        self._make_net = make_net
+
+    @functools.cached_property
+    def net(self) -> NetGuard:
+        """The network guard, built the first time a tool needs it."""
+        return self._make_net()
+
+
+def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) -> SecurityKit:
+    """The kit for ``loaded``; ``resolver`` replaces DNS (tests point names at fakes)."""
+    config = loaded.config.security
+
+    def make_net() -> NetGuard:
+        from bot.security.net import NetGuard
+
+        return NetGuard(
+            config.allowed_hosts,
+            ssl=shared_ssl_context(),
+            timeout_s=config.web_timeout_s,
+            max_bytes=config.web_max_bytes,
+            max_redirects=config.web_max_redirects,
+            resolver=resolver,
+        )
+
+    return SecurityKit(
+        config=config,
+        workspace=loaded.workspace,
+        paths=PathGuard(
+            loaded.workspace,
+            extra_roots=[Path(p).expanduser() for p in config.extra_roots],
+            forbidden=config.forbidden_paths,
+        ),
+        redactor=Redactor(config_secrets(loaded.config)),
+        make_net=make_net,
+    )
