@@ -148,7 +148,8 @@ class TerminalChannel:
     def _read_one(self) -> str | None:
         if self._interactive:
             try:
-                return input("you> ")
+                # An approval question ends with its own "[y/N] " prompt.
+                return input("" if self._answer is not None else "you> ")
             except (EOFError, KeyboardInterrupt):
                 self._write("\n")
                 return None
