@@ -123,6 +123,9 @@ class Agent:
             timezone=self._timezone,
             sender_id=message.sender_id,
             depth=self._depth,
+            sender_name=message.sender_name,
+            is_direct=message.is_direct,
+            inbound_id=inbound_id,
         )
         usage, calls_made, status = Usage(), 0, "failed"
         rounds = 0

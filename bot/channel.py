@@ -22,11 +22,45 @@ from bot.chat_commands import CommandInfo
 from bot.conversation import TextSink
 from bot.errors import PinclawError
 from bot.kv import KeyValueStore
-from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
 
 ConnectionState = Literal["starting", "connected", "reconnecting", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTarget:
+    """Where to post: a chat on a channel, and a thread or topic inside it."""
+
+    channel: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """Someone tapped a button under one of PinClaw's messages.
+
+    ``message_ref`` is the platform's id of the message the button is on (as
+    returned by ``ApprovalSurface.post_approval``); ``action_id`` the button's.
+    """
+
+    channel: str
+    chat_id: str
+    user_id: str
+    user_name: str
+    action_id: str
+    message_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PressReply:
+    """What to tell the person who tapped: privately (an alert, an ephemeral message)
+    unless ``private`` is false."""
+
+    text: str
+    private: bool = True
 
 
 class Inbox(Protocol):
@@ -37,6 +71,33 @@ class Inbox(Protocol):
 
         Raises ``ShuttingDown`` while the daemon stops (do not acknowledge then).
         """
+        ...
+
+    async def press(self, press: ButtonPress) -> PressReply:
+        """Handle a button tap; answer the tapper with the reply (quickly: platforms wait)."""
+        ...
+
+
+@runtime_checkable
+class ApprovalSurface(Protocol):
+    """A channel that can show approval requests with buttons and edit them afterwards.
+
+    A surface may also have an ``approve_command`` attribute: how a person types a
+    decision there (default ``/approve``; Slack's is ``/pinclaw approve``).
+    """
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Post ``text`` (markdown) with ``buttons``; return the platform's message id."""
+        ...
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Replace the request's text with ``text`` and remove its buttons."""
+        ...
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The private chat with ``user_id`` on this platform, if the bot can post there."""
         ...
 
 

@@ -15,7 +15,13 @@ from bot.config_base import Section
 
 
 class ChannelSettings(Section):
-    """Access control and group behaviour, the same on every platform."""
+    """Access control, group behaviour and who approves, the same on every platform.
+
+    Approvers decide on approval requests: ``approvers`` if set, else ``owner``,
+    else the first of ``allowed_users``, else the first person admitted by
+    pairing. ``approvals_in_dm`` sends requests from group chats to the
+    approver's private chat, so the group never sees the arguments.
+    """
 
     enabled: bool = True
     allowed_users: list[str] = Field(default_factory=list)
@@ -23,8 +29,16 @@ class ChannelSettings(Section):
     group_mode: Literal["addressed", "all"] = "addressed"
     keywords: list[str] = Field(default_factory=list)
     pairing: bool = True
+    owner: str | None = None
+    approvers: list[str] = Field(default_factory=list)
+    approvals_in_dm: bool = False
 
-    @field_validator("allowed_users", "allowed_groups", mode="before")
+    @field_validator("owner", mode="before")
+    @classmethod
+    def _owner_as_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("allowed_users", "allowed_groups", "approvers", mode="before")
     @classmethod
     def _ids_as_text(cls, value: object) -> object:
         # Telegram ids are numbers; people write them either way.

@@ -24,9 +24,13 @@ CHAT_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("status", "Show whether PinClaw is connected and busy"),
     CommandInfo("help", "List the commands"),
 )
-_NAMES = {c.name for c in CHAT_COMMANDS} | {"start"}
+_NAMES = {c.name for c in CHAT_COMMANDS} | {"start", "approve"}
 
-HELP = "Commands:\n" + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
+HELP = (
+    "Commands:\n"
+    + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
+    + "\n/approve ID once|always|deny - decide on an approval request by typing"
+)
 
 
 def parse_command(text: str) -> tuple[str, str] | None:

@@ -60,21 +60,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_talking, _onboarding, _pairing_commands, _approvals_commands, _files):
+        add(sub, common)
+    return parser
 
+
+Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
+
+
+def _talking(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     agent = sub.add_parser("agent", parents=[common], help="run one turn and print the reply")
     agent.add_argument("-m", "--message", required=True, help="what to say to the agent")
     agent.add_argument(
         "--session", metavar="NAME", help="continue the named conversation (default: a fresh one)"
     )
     agent.set_defaults(handler=_agent)
-
     chat = sub.add_parser("chat", parents=[common], help="chat with the agent in the terminal")
     chat.add_argument("--session", metavar="NAME", default="chat", help="conversation name")
     chat.set_defaults(handler=_chat)
-
     run = sub.add_parser("run", parents=[common], help="run the daemon with its chat channels")
     run.set_defaults(handler=_run)
 
+
+def _onboarding(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     onboard = sub.add_parser("onboard", parents=[common], help="first-run setup of the provider")
     onboard.add_argument("--kind", choices=("openai", "anthropic", "gemini", "ollama"))
     onboard.add_argument("--model")
@@ -94,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     onboard.set_defaults(handler=_onboard)
 
+
+def _pairing_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     pairing = sub.add_parser("pairing", parents=[common], help="admit people who asked to talk")
     pairing_sub = pairing.add_subparsers(dest="pairing_command", required=True, metavar="ACTION")
     listing = pairing_sub.add_parser(
@@ -108,6 +120,21 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("user_id")
     revoke.set_defaults(handler=_pairing)
 
+
+def _approvals_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    approvals = sub.add_parser("approvals", parents=[common], help="the always-allow rules")
+    approvals_sub = approvals.add_subparsers(
+        dest="approvals_command", required=True, metavar="ACTION"
+    )
+    approvals_sub.add_parser("list", parents=[common], help="every rule, who made it, when")
+    revoke_rule = approvals_sub.add_parser("revoke", parents=[common], help="remove rule ID")
+    revoke_rule.add_argument("rule_id", type=int, metavar="ID")
+    approvals.set_defaults(handler=_approvals)
+
+
+def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     audit = sub.add_parser("audit", parents=[common], help="the log of every tool call")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
     verify = audit_sub.add_parser("verify", parents=[common], help="check the log's hash chain")
@@ -116,13 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     show = audit_sub.add_parser("show", parents=[common], help="the latest entries, readably")
     show.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     show.set_defaults(handler=_audit)
-
     config = sub.add_parser("config", parents=[common], help="work with the config file")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = config_sub.add_parser("check", parents=[common], help="validate a config file")
     check.add_argument("path", nargs="?", help="file to check (default: the config in use)")
     check.set_defaults(handler=_config_check)
-    return parser
 
 
 def _default_level(command: str) -> str:
@@ -194,6 +219,14 @@ def _onboard(args: argparse.Namespace) -> int:
         check=not args.skip_check,
     )
     return onboard(config_path(_config_arg(args)), flags)
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from bot.approvals.cli import run_approvals
+    from bot.config import load_config
+
+    loaded = load_config(_config_arg(args))
+    return asyncio.run(run_approvals(loaded, args.approvals_command, getattr(args, "rule_id", 0)))
 
 
 def _audit(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ Tests drive the same ``Daemon`` the command runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -21,6 +22,9 @@ from typing import Any
 from bot import __version__
 from bot.access import AccessControl
 from bot.app import App, open_app
+from bot.approvals.approvers import Approvers
+from bot.approvals.service import ApprovalService
+from bot.approvals.setup import approval_service
 from bot.channel import Channel, ChannelDeps
 from bot.channel_registry import adapter_class
 from bot.channel_settings import ChannelSettings
@@ -49,7 +53,9 @@ class Daemon:
         inbound: InboundStore,
         pairing: PairingStore,
         grace_s: float,
+        approvals: ApprovalService | None = None,
     ) -> None:
+        self.approvals = approvals
         self.app = app
         self.router = router
         self.channels = channels
@@ -86,6 +92,9 @@ class Daemon:
                 name: _load_adapter(name, loaded)(channel_settings, deps)
                 for name, channel_settings in settings.items()
             }
+            approvals = await approval_service(
+                app, loaded, channels, Approvers(settings, pairing), inbound
+            )
             router = Router(
                 agent=app.agent,
                 channels=channels,
@@ -94,6 +103,7 @@ class Daemon:
                 access=AccessControl(settings, pairing),
                 pairing=pairing,
                 model_label=loaded.config.provider.label,
+                approvals=approvals,
             )
             daemon = cls(
                 app=app,
@@ -102,6 +112,7 @@ class Daemon:
                 inbound=inbound,
                 pairing=pairing,
                 grace_s=loaded.config.daemon.shutdown_grace_s,
+                approvals=approvals,
             )
             try:
                 yield daemon
@@ -127,6 +138,11 @@ class Daemon:
         if self._tasks:
             log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
         await self.router.shutdown(self._grace_s)
+        if self.approvals is not None:
+            # Let decided requests finish turning into records before the channels go.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await self.approvals.drain()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

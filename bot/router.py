@@ -22,7 +22,16 @@ from typing import Any
 
 from bot.access import AccessControl
 from bot.agent import Agent
-from bot.channel import Channel, DeliveryError, ShuttingDown, StreamingChannel
+from bot.approvals.service import ApprovalService
+from bot.approvals.texts import parse_choice
+from bot.channel import (
+    ButtonPress,
+    Channel,
+    DeliveryError,
+    PressReply,
+    ShuttingDown,
+    StreamingChannel,
+)
 from bot.chat_commands import HELP, parse_command
 from bot.config import DaemonConfig
 from bot.errors import UserError, bug_message, log_bug
@@ -48,7 +57,9 @@ class Router:
         access: AccessControl | None = None,
         pairing: PairingStore | None = None,
         model_label: str = "",
+        approvals: ApprovalService | None = None,
     ) -> None:
+        self._approvals = approvals
         self._agent = agent
         self._channels = channels
         self._inbound = inbound
@@ -105,6 +116,12 @@ class Router:
             return False
         self._dispatch(Job(row, message))
         return True
+
+    async def press(self, press: ButtonPress) -> PressReply:
+        """A button tap: an approval decision (checked by the approval service)."""
+        if self._approvals is None:
+            return PressReply("This button is no longer active.")
+        return await self._approvals.press(press)
 
     async def replay(self, channel_timeout_s: float = 60.0) -> None:
         """Answer messages left pending by a stop or crash; skip those older than the limit.
@@ -163,6 +180,8 @@ class Router:
         elif name == "stop":
             stopped = await self._runner.stop(message.session)
             text = "Stopped." if stopped else "Nothing to stop."
+        elif name == "approve":
+            text = await self._approve(message, args)
         elif name == "status":
             text = describe_status(
                 started=self._started,
@@ -174,6 +193,20 @@ class Router:
         else:
             text = HELP
         await self._finish([job], self._channels[message.channel], text)
+
+    async def _approve(self, message: InboundMessage, args: str) -> str:
+        words = args.split()
+        choice = parse_choice(words[1]) if len(words) > 1 else "once"
+        if not words or choice is None or self._approvals is None:
+            return "Usage: /approve ID once|always|deny (the ID is in the request)"
+        reply = await self._approvals.decide(
+            words[0],
+            choice,
+            user_id=message.sender_id,
+            user_name=message.sender_name or message.sender_id,
+            channel=message.channel,
+        )
+        return reply.text
 
     async def _turn(self, jobs: list[Job]) -> None:
         message = jobs[-1].message

@@ -11,6 +11,8 @@ import secrets
 import sys
 
 from bot.app import open_app
+from bot.approvals.approvers import Approvers
+from bot.approvals.setup import approval_service
 from bot.config import LoadedConfig
 from bot.inbound import InboundStore
 from bot.messages import InboundMessage
@@ -41,14 +43,18 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
     async with open_app(loaded) as app:
         inbound = InboundStore(app.db)
         await inbound.setup()
-        channel = TerminalChannel(chat_id=session, user=login_name())
-        app.gate.register_approver(channel.name, channel)
+        user = login_name()
+        channel = TerminalChannel(chat_id=session, user=user)
+        approvals = await approval_service(
+            app, loaded, {channel.name: channel}, Approvers({}, local={channel.name: [user]})
+        )
         router = Router(
             agent=app.agent,
             channels={channel.name: channel},
             inbound=inbound,
             settings=loaded.config.daemon,
             model_label=loaded.config.provider.label,
+            approvals=approvals,
         )
         if sys.stdin.isatty():
             print(
@@ -57,6 +63,7 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
             )
         await channel.run(router)
         await router.drain()
+        await approvals.drain()
     return 0
 
 

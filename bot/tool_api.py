@@ -91,6 +91,7 @@ class ToolContext:
     """Everything a call may use, passed explicitly: no tool keeps "the current chat".
 
     ``depth`` counts delegations: a sub-agent's tools run at depth 1 and so on.
+    ``inbound_id`` is the stored message the turn answers (None outside the daemon).
     """
 
     session: SessionKey
@@ -100,6 +101,9 @@ class ToolContext:
     sender_id: str = ""
     now: Callable[[], datetime] = field(default=_utc_now)
     depth: int = 0
+    sender_name: str = ""
+    is_direct: bool = True
+    inbound_id: int | None = None
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -119,7 +123,9 @@ class Tool:
         untrusted_output: bool = False,
         assess: AssessFunction | None = None,
         timeout_s: float | None = None,
+        approval_fields: tuple[str, ...] | None = None,
     ) -> None:
+        self.approval_fields = approval_fields
         self.func = func
         self.name = name or func.__name__
         self.description = description or inspect.cleandoc(func.__doc__ or "").strip()
@@ -211,13 +217,15 @@ def tool(
     assess: AssessFunction | None = None,
     timeout_s: float | None = None,
     description: str | None = None,
+    approval_fields: tuple[str, ...] | None = None,
 ) -> Callable[[ToolFunction], Tool]:
     """Decorator: turn a typed async function into a ``Tool``.
 
     ``risk`` is the tool's usual risk; ``assess(ctx, **arguments)`` may rate each
     call instead (a shell command line, a path). ``effect`` says what it does to
     the world; ``untrusted_output`` marks output that may contain someone else's
-    instructions (web pages, files, command output).
+    instructions (web pages, files, command output). ``approval_fields`` name the
+    arguments an "always allow" rule is narrowed to (default: all of them).
     """
 
     def wrap(func: ToolFunction) -> Tool:
@@ -230,6 +238,7 @@ def tool(
             untrusted_output=untrusted_output,
             assess=assess,
             timeout_s=timeout_s,
+            approval_fields=approval_fields,
         )
 
     return wrap

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator
 from typing import TextIO
 
-from bot.channel import ChannelStatus, DeliveryError, Inbox
+from bot.approvals.texts import parse_choice
+from bot.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
 from bot.conversation import TextSink
-from bot.messages import Attachment, InboundMessage, OutboundMessage
-from bot.security.approval import ApprovalOutcome, ApprovalRequest
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
 
@@ -45,7 +46,8 @@ class TerminalChannel:
         self._closed = asyncio.Event()
         self._thread: threading.Thread | None = None
         self._streamed = False
-        self._answer: asyncio.Future[str] | None = None  # an approval waiting for y/n
+        self._answer: tuple[str, dict[str, str]] | None = None  # (ref, choice -> action id)
+        self._approvals = 0
         self.status = ChannelStatus(self.name)
 
     async def run(self, inbox: Inbox) -> None:
@@ -80,25 +82,35 @@ class TerminalChannel:
         self._streamed = False
         self._ready.set()
 
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
-        """Ask the person at the terminal: the next line they type is the answer."""
-        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._answer = answer
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Show the request; the next line typed (y / a / n) is the answer."""
         if self._streamed:
             self._write("\n")
             self._streamed = False
-        self._write(
-            f"PinClaw wants to use {request.tool}: {request.summary}\n"
-            f"  ({request.risk} risk{': ' + request.reason if request.reason else ''})\n"
-            "Allow it? [y/N] "
+        choices = {b.action_id.rpartition(":")[2]: b.action_id for b in buttons}
+        keys = " / ".join(
+            k for k, c in (("y = once", "once"), ("a = always", "always")) if c in choices
         )
+        request = text.split("\n\n_Reply_", 1)[0]  # typing /approve is not needed here
+        self._write(f"{_plain(request)}\nAllow it? {keys} / n = deny [y/a/N] ")
+        self._approvals += 1
+        ref = str(self._approvals)
+        self._answer = (ref, choices)
         self._ready.set()
-        try:
-            line = await answer
-        finally:
+        return ref
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Print the record the request became (the last line of ``text``)."""
+        if self._answer is not None and self._answer[0] == message_ref:
             self._answer = None
-        approved = line.strip().lower() in ("y", "yes")
-        return ApprovalOutcome("approved" if approved else "denied", by=self._user)
+            self._write("\n")
+        self._write(f"{_plain(text.rsplit(chr(10), 1)[-1])}\n")
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The terminal has only one chat."""
+        return None
 
     def text_sink(self, message: InboundMessage) -> TextSink:
         """Print reply text as it arrives."""
@@ -125,7 +137,8 @@ class TerminalChannel:
             line = self._read_one()
             answer = self._answer
             if answer is not None:  # this line answers an approval, it is not a message
-                loop.call_soon_threadsafe(_settle, answer, line or "")
+                self._answer = None
+                self._press(loop, inbox, answer, line or "")
                 if line is None:
                     loop.call_soon_threadsafe(self._closed.set)
                     return
@@ -145,6 +158,26 @@ class TerminalChannel:
             )
             asyncio.run_coroutine_threadsafe(inbox.put(message), loop)
 
+    def _press(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        inbox: Inbox,
+        answer: tuple[str, dict[str, str]],
+        line: str,
+    ) -> None:
+        """Turn the typed answer into a button press for the approval service."""
+        ref, choices = answer
+        choice = parse_choice(line) or "deny"
+        action = choices.get(choice) or choices.get("deny", "")
+        press = ButtonPress(self.name, self._chat_id, self._user, self._user, action, ref)
+
+        async def deliver() -> None:
+            reply = await inbox.press(press)
+            if not reply.text.startswith(("Allowed", "Always", "Denied")):
+                self._write(f"{reply.text}\n")
+
+        asyncio.run_coroutine_threadsafe(deliver(), loop)
+
     def _read_one(self) -> str | None:
         if self._interactive:
             try:
@@ -157,6 +190,9 @@ class TerminalChannel:
         return line if line else None
 
 
-def _settle(future: asyncio.Future[str], value: str) -> None:
-    if not future.done():
-        future.set_result(value)
+_ITALIC = re.compile(r"(?<!\w)_(\S(?:.*?\S)?)_(?!\w)")
+
+
+def _plain(text: str) -> str:
+    """Markdown emphasis and code marks removed, for a terminal (snake_case kept)."""
+    return _ITALIC.sub(r"\1", text.replace("**", "").replace("`", ""))

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.adapter_harness import ScriptedInbox
 from tests.fake_llm import FakeLLM
 
 
@@ -31,3 +32,9 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
     """The real httpx client the providers send through."""
     async with httpx.AsyncClient() as client:
         yield client
+
+
+@pytest.fixture
+def inbox() -> ScriptedInbox:
+    """The core's inbox, scripted, for adapter tests that leave the core out."""
+    return ScriptedInbox()

@@ -27,9 +27,16 @@ from tests.fake_llm import FakeLLM
 PINCLAW = Path(sys.executable).parent / "pinclaw"
 
 
-def daemon_config(llm: FakeLLM, channels: dict[str, Any], **daemon: Any) -> dict[str, Any]:
-    """A raw config: the fake LLM as provider, quick shutdown, the given channel tables."""
-    return {
+def daemon_config(
+    llm: FakeLLM,
+    channels: dict[str, Any],
+    *,
+    security: dict[str, Any] | None = None,
+    **daemon: Any,
+) -> dict[str, Any]:
+    """A raw config: the fake LLM as provider, quick shutdown, the given channel tables
+    (and ``[security]`` keys, if given)."""
+    raw: dict[str, Any] = {
         "provider": {
             "kind": "openai",
             "model": "fake",
@@ -39,17 +46,25 @@ def daemon_config(llm: FakeLLM, channels: dict[str, Any], **daemon: Any) -> dict
         "daemon": {"shutdown_grace_s": 0.5, **daemon},
         "channels": channels,
     }
+    if security is not None:
+        raw["security"] = security
+    return raw
 
 
 @asynccontextmanager
 async def running_daemon(
-    tmp_path: Path, llm: FakeLLM, channels: dict[str, Any], **settings: Any
+    tmp_path: Path,
+    llm: FakeLLM,
+    channels: dict[str, Any],
+    *,
+    security: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> AsyncIterator[Daemon]:
     """The daemon, started, with its state under ``tmp_path/state``; stopped on exit.
 
-    ``settings`` go to the ``[daemon]`` table.
+    ``settings`` go to the ``[daemon]`` table, ``security`` (if given) to ``[security]``.
     """
-    raw = daemon_config(llm, channels, **settings)
+    raw = daemon_config(llm, channels, security=security, **settings)
     loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "config.toml", tmp_path / "state")
     async with Daemon.open(loaded) as daemon:
         await daemon.start()

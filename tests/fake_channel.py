@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from bot.channel import ChannelStatus, DeliveryError, Inbox
-from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.channel import ChannelStatus, ChatTarget, DeliveryError, Inbox
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 
 
 class FakeChannel:
@@ -25,6 +25,9 @@ class FakeChannel:
         self.typing_entered = 0
         self.typing_exited = 0
         self.fail_sends = 0
+        self.posted: list[tuple[ChatTarget, str, tuple[Button, ...]]] = []
+        self.closed: dict[str, str] = {}
+        self.refuse_posts_to: set[str] = set()
         self._changed = asyncio.Condition()
 
     async def run(self, inbox: Inbox) -> None:
@@ -53,6 +56,42 @@ class FakeChannel:
     async def fetch(self, attachment: Attachment) -> bytes:
         """No attachments here."""
         return b""
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Record an approval request; its message id is its position."""
+        if target.chat_id in self.refuse_posts_to:
+            raise DeliveryError(f"could not post to {target.chat_id}: the fake refused it")
+        async with self._changed:
+            self.posted.append((target, text, buttons))
+            ref = str(len(self.posted))
+            self._changed.notify_all()
+        return ref
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Record what a request became."""
+        async with self._changed:
+            self.closed[message_ref] = text
+            self._changed.notify_all()
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """A private chat with ``user_id``."""
+        return ChatTarget(self.name, f"dm-{user_id}")
+
+    async def wait_posted(
+        self, count: int, within: float = 10.0
+    ) -> list[tuple[ChatTarget, str, tuple[Button, ...]]]:
+        """Wait until ``count`` approval requests were posted."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.posted) >= count)
+        return list(self.posted)
+
+    async def wait_closed(self, ref: str, within: float = 10.0) -> str:
+        """Wait until the request with message id ``ref`` was turned into a record."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: ref in self.closed)
+        return self.closed[ref]
 
     async def wait_sent(self, count: int, within: float = 10.0) -> list[OutboundMessage]:
         """Wait until ``count`` messages were sent; return all sent so far."""

@@ -20,16 +20,6 @@ from tests.cli_helpers import local_config, run, write_config
 from tests.fake_llm import CallTools, FakeLLM, Say
 
 
-def tool_results(llm: FakeLLM) -> list[str]:
-    """Every tool result the model was shown, in order."""
-    seen: list[str] = []
-    for request in llm.requests:
-        for message in request.body["messages"]:
-            if message["role"] == "tool" and message["content"] not in seen:
-                seen.append(message["content"])
-    return seen
-
-
 def test_supervised_chat_reads_edits_runs_and_is_refused_outside(llm: FakeLLM, home: Path) -> None:
     write_config(home, local_config(llm.url))
     workspace = home / ".pinclaw" / "workspace"
@@ -58,10 +48,12 @@ def test_supervised_chat_reads_edits_runs_and_is_refused_outside(llm: FakeLLM, h
     done = run(home, "chat", stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     assert (workspace / "notes.txt").read_text() == "buy milk\nbuy bread\n"
-    assert "PinClaw wants to use file_edit: path=notes.txt" in done.stdout
-    assert "Allow it? [y/N]" in done.stdout
+    assert "Approval needed for file_edit" in done.stdout
+    assert "path=notes.txt, old_text=milkk, new_text=milk" in done.stdout
+    assert "Allow it? y = once / a = always / n = deny [y/a/N]" in done.stdout
+    assert "✅ Allowed once by " in done.stdout
 
-    read, edited, listed, passwd, rm = tool_results(llm)
+    read, edited, listed, passwd, rm = llm.tool_results()
     assert read.startswith('<untrusted source="file_read">') and "buy milkk" in read
     assert "notes.txt" in edited and "Error" not in edited
     assert "notes.txt" in listed
@@ -91,7 +83,7 @@ def test_without_a_person_to_ask_medium_calls_are_not_run(llm: FakeLLM, home: Pa
     llm.queue(CallTools([("shell", {"command": "mkdir build"})]), Say("I could not."))
     done = run(home, "agent", "-m", "make a build folder")
     assert done.stdout == "I could not.\n"
-    (refusal,) = tool_results(llm)
+    (refusal,) = llm.tool_results()
     assert "needs a person's approval" in refusal
     assert not (home / ".pinclaw" / "workspace" / "build").exists()
 
@@ -103,7 +95,7 @@ def test_readonly_refuses_writes_and_tampering_is_detected(llm: FakeLLM, home: P
         Say("Read-only here."),
     )
     run(home, "agent", "-m", "write a file")
-    (refusal,) = tool_results(llm)
+    (refusal,) = llm.tool_results()
     assert (
         refusal == "Error: refused: PinClaw may only read here, and file_write would change files"
     )
@@ -159,3 +151,36 @@ async def test_delegation_runs_a_sub_agent_through_the_same_gate(
     audit = (loaded.data_dir / "audit.jsonl").read_text().splitlines()
     steps = [(json.loads(e)["tool"], json.loads(e)["depth"]) for e in audit]
     assert steps == [("calculator", 1), ("delegate", 1), ("delegate", 0)]
+
+
+def test_always_in_the_terminal_makes_a_rule_that_the_cli_lists_and_revokes(
+    llm: FakeLLM, home: Path
+) -> None:
+    write_config(home, local_config(llm.url))
+    mkdir = CallTools([("shell", {"command": "mkdir -p build"})])
+    llm.queue(
+        mkdir,
+        Say("Made it."),
+        mkdir,
+        Say("Made it again."),
+        CallTools([("shell", {"command": "mkdir -p dist"})]),
+        Say("Not allowed."),
+    )
+    lines = ["make build", "a", "make build again", "make dist", "n"]
+    done = run(home, "chat", stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("Approval needed for shell") == 2  # build once, then dist
+    assert "✅ Always allowed by " in done.stdout and "(rule #1)" in done.stdout
+    assert "❌ Denied by " in done.stdout
+    assert "Made it again." in done.stdout
+    assert not (home / ".pinclaw" / "workspace" / "dist").exists()
+
+    listed = run(home, "approvals", "list")
+    assert listed.returncode == 0
+    assert "#1  shell  command=mkdir -p build  (by " in listed.stdout
+    assert run(home, "approvals", "revoke", "1").stdout == (
+        "Removed rule #1; that call will ask again.\n"
+    )
+    assert run(home, "approvals", "list").stdout == "No always-allow rules.\n"
+    missing = run(home, "approvals", "revoke", "1")
+    assert missing.returncode == 1 and "there is no rule #1" in missing.stderr

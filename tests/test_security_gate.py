@@ -130,7 +130,7 @@ def entries(path: Path) -> list[dict[str, Any]]:
 async def test_every_kind_of_call_is_decided_and_audited(tmp_path: Path) -> None:
     gate, audit = make_gate(tmp_path)
     approver = ScriptedApprover("approved", "denied")
-    gate.register_approver("telegram", approver)
+    gate.set_approver(approver)
 
     read = await gate.execute(ToolCall("1", "reader", {"path": "notes.txt"}), ctx())
     approved = await gate.execute(ToolCall("2", "writer", {"path": "a", "content": "xy"}), ctx())

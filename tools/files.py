@@ -53,7 +53,12 @@ def _text_tools(guard: PathGuard, max_bytes: int) -> list[Tool]:
         """Read a UTF-8 text file, a slice of lines at a time, each line shown with its number."""
         return await asyncio.to_thread(_read, guard, path, offset, limit, max_bytes)
 
-    @tool(risk="medium", effect="write", assess=path_assessor(guard, "medium"))
+    @tool(
+        risk="medium",
+        effect="write",
+        assess=path_assessor(guard, "medium"),
+        approval_fields=("path",),
+    )
     async def file_write(
         ctx: ToolContext,
         path: PathParam,
@@ -62,7 +67,12 @@ def _text_tools(guard: PathGuard, max_bytes: int) -> list[Tool]:
         """Create or overwrite a text file (missing folders are created)."""
         return await asyncio.to_thread(_write, guard, path, content, max_bytes)
 
-    @tool(risk="medium", effect="write", assess=path_assessor(guard, "medium"))
+    @tool(
+        risk="medium",
+        effect="write",
+        assess=path_assessor(guard, "medium"),
+        approval_fields=("path",),
+    )
     async def file_edit(
         ctx: ToolContext,
         path: PathParam,

@@ -62,6 +62,7 @@ def shell_tools(guard: PathGuard, config: SecurityConfig) -> list[Tool]:
         untrusted_output=True,
         assess=assess,
         timeout_s=config.shell_timeout_s + 2 * STOP_GRACE_S + DRAIN_S + 5,
+        approval_fields=("command",),
     )
     async def shell(
         ctx: ToolContext,

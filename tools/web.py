@@ -69,7 +69,13 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     def assess_fetch(ctx: ToolContext, url: str) -> Assessment:
         return refusal(url) or Assessment("low", f"read {url}")
 
-    @tool(risk="medium", effect="network", untrusted_output=True, assess=assess_request)
+    @tool(
+        risk="medium",
+        effect="network",
+        untrusted_output=True,
+        assess=assess_request,
+        approval_fields=("method", "url"),
+    )
     async def http_request(
         ctx: ToolContext,
         url: Url,

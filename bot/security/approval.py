@@ -18,7 +18,11 @@ Verdict = Literal["approved", "denied", "expired", "unavailable"]
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """What the person is asked about: the tool, a readable summary, the risk and why."""
+    """What the person is asked about: the tool, a readable summary, the risk and why.
+
+    ``rule_key`` is the narrow identity of the call an "always allow" rule would
+    cover (the tool and its approval fields, normalised).
+    """
 
     tool: str
     summary: str
@@ -27,6 +31,10 @@ class ApprovalRequest:
     session: SessionKey
     sender_id: str
     origin: str
+    rule_key: str = ""
+    sender_name: str = ""
+    is_direct: bool = True
+    inbound_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +46,7 @@ class ApprovalOutcome:
 
 
 class Approver(Protocol):
-    """Asks a person to allow one tool call."""
+    """Asks a person to allow one tool call (and keeps its own time limit)."""
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask, wait for the answer, and return it (``expired`` when nobody answered)."""

@@ -9,7 +9,7 @@ outside world. Every call, whatever happened to it, is written to the audit log.
 
 from __future__ import annotations
 
-import asyncio
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -53,11 +53,11 @@ class PolicyGate:
         self._audit = audit
         self._redactor = redactor
         self._limit = limit or ToolCallLimit(config.max_tool_calls_per_hour)
-        self._approvers: dict[str, Approver] = {}
+        self._approver: Approver | None = None
 
-    def register_approver(self, channel: str, approver: Approver) -> None:
-        """Ask ``approver`` about calls made from ``channel``'s chats."""
-        self._approvers[channel] = approver
+    def set_approver(self, approver: Approver | None) -> None:
+        """Who is asked when a call needs approval (None: nobody can approve)."""
+        self._approver = approver
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told about every tool."""
@@ -122,23 +122,24 @@ class PolicyGate:
     async def _ask(
         self, prepared: PreparedCall, decision: Decision, ctx: ToolContext
     ) -> ApprovalOutcome:
-        approver = self._approvers.get(ctx.session.channel)
-        if approver is None:
+        if self._approver is None:
             return ApprovalOutcome("unavailable")
         request = ApprovalRequest(
             tool=prepared.tool.name,
-            summary=summarize(prepared.call.arguments, self._redactor),
+            summary=summarize(
+                prepared.call.arguments, self._redactor, whole=prepared.tool.approval_fields or ()
+            ),
             risk=decision.risk,
             reason=decision.reason,
             session=ctx.session,
             sender_id=ctx.sender_id,
             origin=ctx.origin,
+            rule_key=approval_key(prepared),
+            sender_name=ctx.sender_name,
+            is_direct=ctx.is_direct,
+            inbound_id=ctx.inbound_id,
         )
-        try:
-            async with asyncio.timeout(self._config.approval_timeout_s):
-                return await approver.request_approval(request)
-        except TimeoutError:
-            return ApprovalOutcome("expired")
+        return await self._approver.request_approval(request)
 
     def _present(self, prepared: PreparedCall, result: ToolResult) -> ToolResult:
         """Redact secrets; mark output from the outside world as untrusted data."""
@@ -181,17 +182,42 @@ class PolicyGate:
             log.error("could not write the audit log %s: %s", self._audit.path, exc)
 
 
+def approval_key(prepared: PreparedCall) -> str:
+    """What an "always allow" rule for this call covers: its approval fields, normalised.
+
+    Strings are compared with their whitespace collapsed, so ``ls  -la`` and
+    ``ls -la`` are the same command; everything else must match exactly.
+    """
+    fields = prepared.tool.approval_fields or tuple(type(prepared.values).model_fields)
+    values: dict[str, Any] = {}
+    for name in fields:
+        value = getattr(prepared.values, name)
+        values[name] = " ".join(value.split()) if isinstance(value, str) else value
+    return json.dumps(values, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def mark_untrusted(source: str, text: str) -> str:
     """Wrap ``text`` so the model reads it as data; the text cannot close the wrapper."""
     safe = text.replace("</untrusted", "<\\/untrusted")
     return f'<untrusted source="{source}">\n{safe}\n</untrusted>'
 
 
-def summarize(arguments: Mapping[str, Any], redactor: Redactor, width: int = 120) -> str:
-    """The arguments in one readable line, long values shortened, secrets masked."""
+def summarize(
+    arguments: Mapping[str, Any],
+    redactor: Redactor,
+    width: int = 120,
+    whole: tuple[str, ...] = (),
+    whole_width: int = 1500,
+) -> str:
+    """The arguments in one readable line, long values shortened, secrets masked.
+
+    Fields in ``whole`` (what an approver decides on, such as a shell command)
+    are shortened only past ``whole_width``, so a request shows the whole call.
+    """
     parts = []
     for key, value in redactor.arguments(arguments).items():
         text = value if isinstance(value, str) else repr(value)
         text = " ".join(text.split())
-        parts.append(f"{key}={text[: width - 1] + '…' if len(text) > width else text}")
+        limit = whole_width if key in whole else width
+        parts.append(f"{key}={text[: limit - 1] + '…' if len(text) > limit else text}")
     return ", ".join(parts)

@@ -73,6 +73,15 @@ class FakeLLM(ThreadedServer):
                 raise TimeoutError(f"expected {count} requests, got {len(self.requests)}")
             return list(self.requests)
 
+    def tool_results(self) -> list[str]:
+        """Every tool result the model was shown (OpenAI wire), in order, once each."""
+        seen: list[str] = []
+        for request in list(self.requests):
+            for message in request.body.get("messages", []):
+                if message.get("role") == "tool" and message["content"] not in seen:
+                    seen.append(message["content"])
+        return seen
+
     def make_app(self) -> web.Application:
         """One catch-all route; each wire decides which paths it serves."""
         app = web.Application(client_max_size=64 * 1024 * 1024)

@@ -1,0 +1,60 @@
+"""Who may decide on approval requests, per channel.
+
+``approvers`` from the channel's config if set; else its ``owner``; else the
+first entry of ``allowed_users``; else the first person admitted by pairing on
+that channel. In the terminal the person at the keyboard decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from bot.channel_settings import ChannelSettings
+from bot.pairing import PairingStore
+
+
+class Approvers:
+    """Answers "who decides here?" for each channel."""
+
+    def __init__(
+        self,
+        settings: Mapping[str, ChannelSettings],
+        pairing: PairingStore | None = None,
+        local: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._pairing = pairing
+        self._local = {name: list(users) for name, users in (local or {}).items()}
+
+    async def of(self, channel: str) -> list[str]:
+        """The user ids who decide on requests from ``channel`` (may be empty)."""
+        if channel in self._local:
+            return self._local[channel]
+        settings = self._settings.get(channel)
+        if settings is None:
+            return []
+        if settings.approvers:
+            return list(settings.approvers)
+        if settings.owner:
+            return [settings.owner]
+        if settings.allowed_users:
+            return [settings.allowed_users[0]]
+        if self._pairing is not None:
+            first = next((u for u in await self._pairing.paired() if u.channel == channel), None)
+            if first is not None:
+                return [first.user_id]
+        return []
+
+    async def may_decide(self, channel: str, user_id: str) -> bool:
+        """Whether ``user_id`` decides on requests from ``channel``."""
+        return user_id in await self.of(channel)
+
+    async def describe(self, channel: str) -> str:
+        """Who decides, for a refusal message (without listing anyone's id)."""
+        count = len(await self.of(channel))
+        return "the owner" if count <= 1 else "the approvers the owner chose"
+
+    def in_private(self, channel: str) -> bool:
+        """Whether requests from group chats go to the approver's private chat."""
+        settings = self._settings.get(channel)
+        return bool(settings and settings.approvals_in_dm)

@@ -1,0 +1,35 @@
+"""``pinclaw approvals list | revoke ID``: the "always allow" rules, readable and removable."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from bot.approvals.store import ApprovalStore
+from bot.config import LoadedConfig
+from bot.db import Database
+from bot.errors import UserError
+
+
+async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> int:
+    """List the rules, or remove one; print the result; return the exit code."""
+    db = Database(loaded.database)
+    await db.open()
+    try:
+        store = ApprovalStore(db)
+        await store.setup()
+        if action == "revoke":
+            if not await store.revoke_rule(rule_id):
+                raise UserError(f"there is no rule #{rule_id} (see `pinclaw approvals list`)")
+            print(f"Removed rule #{rule_id}; that call will ask again.")
+            return 0
+        rules = await store.rules()
+        if not rules:
+            print("No always-allow rules.")
+        for rule in rules:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rule.created_at))
+            pattern = ", ".join(f"{k}={v}" for k, v in json.loads(rule.rule_key).items())
+            print(f"#{rule.id}  {rule.tool}  {pattern}  (by {rule.created_by}, {when})")
+    finally:
+        await db.close()
+    return 0

@@ -1,0 +1,282 @@
+"""The approval service: the gate's approver for every channel.
+
+``request_approval`` first looks for an "always allow" rule for exactly this
+call; otherwise it stores a request with an unguessable id, posts it where the
+approver will see it (the chat, or the approver's private chat when the config
+says so), and waits until someone decides or it expires (a denial). ``decide``
+(a button tap, or a typed ``/approve``) checks that the person may decide, that
+the request exists, belongs to that message and is still open; it answers
+anyone else privately and changes nothing. Each outcome edits the request into
+a record. After a restart, requests left open are marked expired, their
+messages say so, and the turns that waited for them are not silently run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bot.approvals.approvers import Approvers
+from bot.approvals.store import ApprovalStore, StoredApproval, new_approval_id
+from bot.approvals.texts import (
+    Choice,
+    buttons,
+    decision_line,
+    parse_action,
+    record_text,
+    request_text,
+)
+from bot.channel import ApprovalSurface, ButtonPress, Channel, ChatTarget, DeliveryError, PressReply
+from bot.inbound import InboundStore
+from bot.messages import OutboundMessage
+from bot.security.approval import ApprovalOutcome, ApprovalRequest
+
+log = logging.getLogger(__name__)
+
+_STATUS = {"once": "once", "always": "always", "deny": "denied"}
+_SAID = {"once": "Allowed once.", "always": "Always allowed", "denied": "Denied."}
+_SETTLED = {
+    "once": "allowed once",
+    "always": "always allowed",
+    "denied": "denied",
+    "expired": "expired",
+}
+
+
+class ApprovalService:
+    """Posts approval requests, waits for decisions, and keeps the record straight."""
+
+    def __init__(
+        self,
+        store: ApprovalStore,
+        *,
+        channels: Mapping[str, Channel],
+        approvers: Approvers,
+        timeout_s: float,
+        zone: ZoneInfo,
+        inbound: InboundStore | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._channels = channels
+        self._approvers = approvers
+        self._timeout_s = timeout_s
+        self._zone = zone
+        self._inbound = inbound
+        self._clock = clock
+        self._waiting: dict[str, asyncio.Future[ApprovalOutcome]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
+        """Ask the approver about one call and wait for the answer (or the expiry)."""
+        rule = await self._store.matching_rule(request.tool, request.rule_key)
+        if rule is not None:
+            log.info("%s allowed by rule #%d (%s)", request.tool, rule.id, rule.summary)
+            return ApprovalOutcome("approved", by=f"rule #{rule.id}")
+        place = await self._place(request)
+        if place is None:
+            return ApprovalOutcome("unavailable")
+        surface, target, where = place
+        record = await self._post(request, surface, target, where)
+        if record is None:
+            if where:
+                await self._private_refused(request)
+            return ApprovalOutcome("unavailable")
+        approval_id, expires = record.id, record.expires_at
+        waiter: asyncio.Future[ApprovalOutcome] = asyncio.get_running_loop().create_future()
+        self._waiting[approval_id] = waiter
+        try:
+            async with asyncio.timeout(max(0.0, expires - self._clock())):
+                return await waiter
+        except TimeoutError:
+            if await self._store.decide(approval_id, "expired", "nobody answered", self._clock()):
+                line = decision_line("expired", "nobody answered", _dt(self._clock()), self._zone)
+                self._spawn(self._close(record, line))
+            return ApprovalOutcome("expired")
+        finally:
+            self._waiting.pop(approval_id, None)
+
+    async def _post(
+        self, request: ApprovalRequest, surface: ApprovalSurface, target: ChatTarget, where: str
+    ) -> StoredApproval | None:
+        """Store and post one request; None (and the request expired) if it cannot be posted."""
+        now = self._clock()
+        approval_id = new_approval_id()
+        expires = now + self._timeout_s
+        command = getattr(surface, "approve_command", "/approve")
+        text = request_text(approval_id, request, _dt(expires), self._zone, where, command)
+        record = StoredApproval(
+            approval_id, request.session.channel, request.session.chat_id,
+            request.session.thread_id, target.channel, target.chat_id, target.thread_id,
+            None, request.sender_id, request.origin, request.tool, request.summary,
+            request.rule_key, request.risk, request.reason, text, request.inbound_id,
+            now, expires, "pending", None, None,
+        )  # fmt: skip
+        await self._store.add(record)
+        try:
+            ref = await surface.post_approval(target, text, buttons(approval_id, request.risk))
+        except DeliveryError as exc:
+            log.error("could not post approval request %s to %s: %s", approval_id, target, exc)
+            await self._store.decide(approval_id, "expired", "could not be delivered", now)
+            return None
+        await self._store.set_message(approval_id, ref)
+        return replace(record, message_ref=ref)
+
+    async def _private_refused(self, request: ApprovalRequest) -> None:
+        """Say in the chat, without the call's details, why nobody was asked."""
+        session = request.session
+        channel = self._channels.get(session.channel)
+        if channel is None:
+            return
+        names = await self._approvers.describe(session.channel)
+        text = (
+            f"🔐 {request.tool} needs approval, but I could not reach {names} in a private "
+            "chat. Open a private chat with me once (send any message), then ask again."
+        )
+        try:
+            await channel.send(
+                OutboundMessage(session.channel, session.chat_id, text, thread_id=session.thread_id)
+            )
+        except DeliveryError as exc:
+            log.warning("could not say that approvals cannot reach %s: %s", names, exc)
+
+    async def press(self, press: ButtonPress) -> PressReply:
+        """A tap on a request's button."""
+        parsed = parse_action(press.action_id)
+        if parsed is None:
+            return PressReply("This button is no longer active.")
+        approval_id, choice = parsed
+        return await self.decide(
+            approval_id,
+            choice,
+            user_id=press.user_id,
+            user_name=press.user_name,
+            channel=press.channel,
+            message_ref=press.message_ref,
+        )
+
+    async def decide(
+        self,
+        approval_id: str,
+        choice: Choice,
+        *,
+        user_id: str,
+        user_name: str,
+        channel: str,
+        message_ref: str = "",
+    ) -> PressReply:
+        """Settle a request for ``user_id``, or tell them privately why not."""
+        record = await self._store.get(approval_id)
+        # The message id is known once posting returns; a tap in that instant is fine.
+        wrong_message = bool(
+            record and message_ref and record.message_ref and message_ref != record.message_ref
+        )
+        if record is None or record.asked_channel != channel or wrong_message:
+            log.warning(
+                "rejected a decision on unknown or misrouted approval %r by %s on %s",
+                approval_id,
+                user_id,
+                channel,
+            )
+            return PressReply("This approval request does not exist.")
+        # A job's request without a chat of its own was put to the owner of the channel asked.
+        judged = record.channel if record.channel in self._channels else record.asked_channel
+        if not await self._approvers.may_decide(judged, user_id):
+            log.info("%s (%s) may not decide approval %s", user_name, user_id, approval_id)
+            names = await self._approvers.describe(judged)
+            return PressReply(f"Only {names} can decide on this request.")
+        if record.status != "pending":
+            return PressReply(f"Already decided: {_SETTLED.get(record.status, record.status)}.")
+        if choice == "always" and record.risk == "high":
+            return PressReply("A high-risk call can only be allowed once.")
+        status = _STATUS[choice]
+        now = self._clock()
+        by = user_name or user_id
+        if not await self._store.decide(approval_id, status, by, now):  # type: ignore[arg-type]
+            return PressReply("Already decided.")
+        rule = 0
+        if status == "always":
+            rule = await self._store.add_rule(record.tool, record.rule_key, record.summary, by)
+        outcome = ApprovalOutcome("denied" if status == "denied" else "approved", by=by)
+        waiter = self._waiting.get(approval_id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(outcome)
+        self._spawn(self._close(record, decision_line(status, by, _dt(now), self._zone, rule)))
+        said = _SAID[status] + (f" (rule #{rule})." if rule else "")
+        return PressReply(said)
+
+    async def expire_leftovers(self) -> None:
+        """Mark requests left open by a stop expired, so their turns are not re-run."""
+        for record in await self._store.pending():
+            if not await self._store.decide(record.id, "expired", "restart", self._clock()):
+                continue
+            log.info("approval %s for %s expired: PinClaw restarted", record.id, record.tool)
+            if self._inbound is not None and record.inbound_id is not None:
+                note = "PinClaw stopped while waiting for an approval"
+                await self._inbound.mark(record.inbound_id, "stopped", note)
+            line = decision_line(
+                "expired", "PinClaw restarted before a decision", _dt(self._clock()), self._zone
+            )
+            self._spawn(self._close(record, line, wait_connected=True))
+
+    async def drain(self) -> None:
+        """Wait for pending message edits."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _place(
+        self, request: ApprovalRequest
+    ) -> tuple[ApprovalSurface, ChatTarget, str] | None:
+        """Where to ask: the chat itself, or the approver's private chat."""
+        session = request.session
+        channel = self._channels.get(session.channel)
+        if not isinstance(channel, ApprovalSurface):
+            return await self._owner_place()
+        target = ChatTarget(session.channel, session.chat_id, session.thread_id)
+        if request.is_direct or not self._approvers.in_private(session.channel):
+            return channel, target, ""
+        for approver in await self._approvers.of(session.channel):
+            private = channel.direct_target(approver)
+            if private is not None:
+                return channel, private, f" in the group chat {session.chat_id}"
+        return channel, target, ""
+
+    async def _owner_place(self) -> tuple[ApprovalSurface, ChatTarget, str] | None:
+        """For calls without a chat of their own (a job delivering nowhere): the owner's DM."""
+        for name, channel in self._channels.items():
+            if not isinstance(channel, ApprovalSurface):
+                continue
+            for approver in await self._approvers.of(name):
+                private = channel.direct_target(approver)
+                if private is not None:
+                    return channel, private, ""
+        return None
+
+    async def _close(
+        self, record: StoredApproval, line: str, *, wait_connected: bool = False
+    ) -> None:
+        channel = self._channels.get(record.asked_channel)
+        if not isinstance(channel, ApprovalSurface) or not record.message_ref:
+            return
+        if wait_connected and channel is not None:
+            await channel.status.wait_connected(60)
+        target = ChatTarget(record.asked_channel, record.asked_chat_id, record.asked_thread_id)
+        try:
+            await channel.close_approval(target, record.message_ref, record_text(record.text, line))
+        except DeliveryError as exc:
+            log.warning("could not update approval message %s: %s", record.id, exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _dt(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)

@@ -1,0 +1,36 @@
+"""Building the approval service for the daemon and for ``pinclaw chat``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.app import App
+from bot.approvals.approvers import Approvers
+from bot.approvals.service import ApprovalService
+from bot.approvals.store import ApprovalStore
+from bot.channel import Channel
+from bot.config import LoadedConfig
+from bot.inbound import InboundStore
+
+
+async def approval_service(
+    app: App,
+    loaded: LoadedConfig,
+    channels: Mapping[str, Channel],
+    approvers: Approvers,
+    inbound: InboundStore | None = None,
+) -> ApprovalService:
+    """The service, with requests left open by a previous run expired, set on the gate."""
+    store = ApprovalStore(app.db)
+    await store.setup()
+    service = ApprovalService(
+        store,
+        channels=channels,
+        approvers=approvers,
+        timeout_s=loaded.config.security.approval_timeout_s,
+        zone=loaded.timezone(),
+        inbound=inbound,
+    )
+    await service.expire_leftovers()
+    app.gate.set_approver(service)
+    return service

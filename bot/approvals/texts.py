@@ -1,0 +1,113 @@
+"""What people see of an approval: the request, its buttons, and the record it becomes."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from bot.messages import Button
+from bot.security.approval import ApprovalRequest
+
+Choice = Literal["once", "always", "deny"]
+CHOICES: tuple[Choice, ...] = ("once", "always", "deny")
+PREFIX = "ap:"
+_RISK_MARK = {"low": "🟢", "medium": "🟠", "high": "🔴"}
+_FOOTER = "\n\n_Reply_ `"
+_SHOWN = 1600  # characters of arguments shown; a request must fit one Discord message (2,000)
+
+
+def action_id(approval_id: str, choice: Choice) -> str:
+    """The button id for one choice (fits Telegram's 64-byte callback data)."""
+    return f"{PREFIX}{approval_id}:{choice}"
+
+
+def parse_action(value: str) -> tuple[str, Choice] | None:
+    """``(approval id, choice)`` from a button id, or None if it is not one of ours."""
+    if not value.startswith(PREFIX):
+        return None
+    approval_id, _, choice = value[len(PREFIX) :].rpartition(":")
+    if not approval_id or choice not in CHOICES:
+        return None
+    return approval_id, choice
+
+
+def parse_choice(word: str) -> Choice | None:
+    """A typed choice: once/yes/allow, always, deny/no."""
+    word = word.strip().lower()
+    if word in ("once", "yes", "y", "allow", "ok"):
+        return "once"
+    if word in ("always", "a"):
+        return "always"
+    if word in ("deny", "no", "n", "reject"):
+        return "deny"
+    return None
+
+
+def buttons(approval_id: str, risk: str) -> tuple[Button, ...]:
+    """Allow once / Always allow / Deny (never "always" for a high-risk call)."""
+    offered: list[tuple[str, Choice]] = [("✅ Allow once", "once")]
+    if risk != "high":
+        offered.append(("♾️ Always allow", "always"))
+    offered.append(("❌ Deny", "deny"))
+    return tuple(Button(label, action_id(approval_id, choice)) for label, choice in offered)
+
+
+def request_text(
+    approval_id: str,
+    request: ApprovalRequest,
+    expires: datetime,
+    zone: ZoneInfo,
+    where: str,
+    command: str = "/approve",
+) -> str:
+    """The request message: tool, arguments, risk and why, who asked, when it expires."""
+    asked = _asked_by(request)
+    lines = [
+        f"🔐 **Approval needed** for **{request.tool}**",
+        _code(request.summary) if request.summary else "(no arguments)",
+        f"{_RISK_MARK.get(request.risk, '')} {request.risk} risk"
+        + (f": {request.reason}" if request.reason else ""),
+        f"Asked by {asked}{where}",
+        f"Expires at {expires.astimezone(zone):%H:%M} ({zone.key})",
+    ]
+    always = "|always" if request.risk != "high" else ""
+    footer = f"{_FOOTER}{command} {approval_id} once{always}|deny` _if the buttons fail._"
+    return "\n".join(lines) + footer
+
+
+def record_text(request: str, line: str) -> str:
+    """The request turned into a record: the footer replaced by what happened."""
+    body = request.split(_FOOTER, 1)[0]
+    body = "\n".join(row for row in body.split("\n") if not row.startswith("Expires at "))
+    return f"{body}\n\n{line}"
+
+
+def decision_line(status: str, by: str, when: datetime, zone: ZoneInfo, rule: int = 0) -> str:
+    """ "Allowed once by Ana at 14:02" and the like."""
+    at = f"{when.astimezone(zone):%H:%M}"
+    if status == "once":
+        return f"✅ Allowed once by {by} at {at}"
+    if status == "always":
+        return f"✅ Always allowed by {by} at {at} (rule #{rule})"
+    if status == "denied":
+        return f"❌ Denied by {by} at {at}"
+    return f"⌛ Expired at {at}: {by}"
+
+
+def _code(summary: str) -> str:
+    """The call's arguments as code; a fence when they hold backticks themselves."""
+    if len(summary) > _SHOWN:
+        summary = summary[: _SHOWN - 1] + "…"
+    if "`" not in summary:
+        return f"`{summary}`"
+    longest = max(len(run) for run in re.findall(r"`+", summary))
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{summary}\n{fence}"
+
+
+def _asked_by(request: ApprovalRequest) -> str:
+    if request.origin.startswith("cron"):
+        return f"the scheduled job {request.origin.partition(':')[2] or ''}".strip()
+    return request.sender_name or request.sender_id or "someone"
