@@ -6,6 +6,9 @@ by webhook (``telegram_webhook``), normalises them (``telegram_updates``) and
 puts them into the inbox before Telegram is told they arrived. ``send`` renders
 Telegram HTML, splits, paces and retries (``telegram_send``); ``typing`` keeps
 "typing…" visible; ``fetch`` downloads attachments up to Telegram's 20 MB.
+As an ``ApprovalSurface`` it posts approval requests with inline buttons and
+edits them into their record; taps on those buttons (callback queries) go to
+``inbox.press`` through ``telegram_presses``, never through the inbound store.
 When polling stalls or the connection keeps failing, ``run`` raises and the
 supervisor starts it again with fresh HTTP clients.
 """
@@ -21,13 +24,21 @@ from telegram import Bot, BotCommand, Update
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
-from bot.channel import ChannelDeps, ChannelStatus, DeliveryError, Inbox, ShuttingDown
+from bot.channel import (
+    ChannelDeps,
+    ChannelStatus,
+    ChatTarget,
+    DeliveryError,
+    Inbox,
+    ShuttingDown,
+)
 from bot.delivery import send_with_retries
 from bot.errors import log_bug
-from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.typing_indicator import keep_typing
 from channels.telegram_client import TelegramClient, classify
 from channels.telegram_polling import Poller
+from channels.telegram_presses import PressHandler
 from channels.telegram_send import Sender, chat_ref
 from channels.telegram_settings import TelegramSettings
 from channels.telegram_updates import BotIdentity, normalise
@@ -36,6 +47,10 @@ log = logging.getLogger(__name__)
 
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the most the Bot API lets a bot download
 TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for about 5 s
+# Commands the core understands that are not in Telegram's command menu; a bare one
+# (without @botname) in a group still addresses the bot.
+TYPED_ONLY_COMMANDS = frozenset({"start", "approve"})
+PRESS_DRAIN_S = 3.0  # how long a stopping channel lets button presses in flight finish
 
 
 class TelegramChannel:
@@ -52,6 +67,7 @@ class TelegramChannel:
         )
         self._sender = Sender()
         self._poller = Poller(settings.poll_timeout_s, self._accept_update)
+        self._presses = PressHandler(self._client, self.status)
         self._me: BotIdentity | None = None
         self._inbox: Inbox | None = None
         self._commands_checked = False
@@ -59,22 +75,55 @@ class TelegramChannel:
     async def run(self, inbox: Inbox) -> None:
         """Receive updates until cancelled; raise when the connection is lost."""
         self._inbox = inbox
-        async with self._client.api() as bot:
-            me = await bot.get_me()
-            username = me.username or str(me.id)  # every bot has a username
-            commands = frozenset({c.name for c in self._deps.commands} | {"start"})
-            self._me = BotIdentity(me.id, username, commands)
-            detail = f"as @{username}"
-            await self._register_commands(bot)
-            if self._settings.mode == "webhook":
-                await self._serve_webhook(bot, detail)
-            else:
-                await self._poll(bot, detail)
+        try:
+            async with self._client.api() as bot:
+                me = await bot.get_me()
+                username = me.username or str(me.id)  # every bot has a username
+                commands = frozenset({c.name for c in self._deps.commands} | TYPED_ONLY_COMMANDS)
+                self._me = BotIdentity(me.id, username, commands)
+                detail = f"as @{username}"
+                await self._register_commands(bot)
+                if self._settings.mode == "webhook":
+                    await self._serve_webhook(bot, detail)
+                else:
+                    await self._poll(bot, detail)
+        except asyncio.CancelledError:
+            await self._presses.drain(PRESS_DRAIN_S)  # stopping: answer the taps in flight
+            raise
 
     async def send(self, message: OutboundMessage) -> None:
         """Deliver ``message`` (split, paced, retried); raise ``DeliveryError`` if it cannot."""
         async with self._client.api() as bot:
             await self._sender.send(bot, message)
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Post an approval request with its buttons; return its message id."""
+        message = OutboundMessage(
+            self.name, target.chat_id, text, thread_id=target.thread_id, buttons=buttons
+        )
+        async with self._client.api() as bot:
+            sent = await self._sender.send(bot, message)
+        if not sent:
+            raise DeliveryError("could not post the approval request: its text is empty")
+        return str(sent[-1].message_id)  # the last piece carries the buttons
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Edit the request into ``text`` without buttons (a new message if it cannot be)."""
+        async with self._client.api() as bot:
+            if message_ref.isdigit():
+                await self._sender.replace(
+                    bot, target.chat_id, int(message_ref), text, target.thread_id
+                )
+                return
+            log.warning("telegram: %r is no message id; sending the record anew", message_ref)
+            message = OutboundMessage(self.name, target.chat_id, text, thread_id=target.thread_id)
+            await self._sender.send(bot, message)
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The private chat with a user: its id is the user's (the user must have started it)."""
+        return ChatTarget(self.name, user_id) if user_id.isdigit() else None
 
     def typing(self, message: InboundMessage) -> AbstractAsyncContextManager[None]:
         """Show "typing…" in the message's chat (and topic) until the block exits."""
@@ -125,8 +174,11 @@ class TelegramChannel:
         await serve_webhook(bot, self._settings, secret, accept, ready)
 
     async def _accept_update(self, update: Update) -> None:
-        """Normalise ``update`` and put it into the inbox (raises if it cannot be stored)."""
+        """Put a message into the inbox (raises if it cannot be stored); hand a press over."""
         assert self._me is not None and self._inbox is not None
+        if update.callback_query is not None:
+            self._presses.take(update.callback_query, self._inbox)  # in the background
+            return
         try:
             message = normalise(update, self._me)
         except Exception as exc:

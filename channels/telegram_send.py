@@ -8,6 +8,11 @@ Sends are paced as Telegram asks (about one message a second per chat, 20 a
 minute in a group, 30 a second overall); flood control (429) waits the
 ``retry_after`` Telegram gives, and network errors are retried with backoff.
 Errors that cannot improve (bot blocked, chat not found) end in ``DeliveryError``.
+
+``replace`` edits a message the bot sent (an approval request becoming its
+record) and drops its keyboard, with the same HTML-or-plain rule; a message
+that can no longer be edited (deleted, too old) gets the new text as a new
+message instead.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ log = logging.getLogger(__name__)
 
 MAX_CALLBACK_DATA = 64
 BUTTONS_PER_ROW = 3
+# Telegram's reasons for refusing to edit a message that is gone or too old to change.
+UNEDITABLE = ("message to edit not found", "message can't be edited", "message_id_invalid")
 
 
 class Sender:
@@ -42,18 +49,17 @@ class Sender:
         # Groups: 20 a minute, strictly (no burst): Telegram is least forgiving there.
         self._group_pacer = Pacer(per_chat_s=3.0, global_per_s=1000.0, burst=1)
 
-    async def send(self, bot: Bot, message: OutboundMessage) -> None:
-        """Deliver every piece of ``message`` in order, or raise ``DeliveryError``."""
+    async def send(self, bot: Bot, message: OutboundMessage) -> list[Message]:
+        """Deliver every piece of ``message`` in order (returned), or raise ``DeliveryError``."""
         pieces = split_reply(message.text)
         if not pieces:
             log.warning("telegram: not sending an empty reply to chat %s", message.chat_id)
-            return
+            return []
         markup = keyboard(message.buttons)
         chat = chat_ref(message.chat_id)
-        common: dict[str, Any] = {}
-        if message.thread_id and message.thread_id.isdigit():
-            common["message_thread_id"] = int(message.thread_id)
+        common = _in_thread(message.thread_id)
         reply_to = _replied_message_id(message)
+        sent: list[Message] = []
         for index, piece in enumerate(pieces):
             options = dict(common)
             if index == 0 and reply_to is not None:
@@ -64,7 +70,77 @@ class Sender:
                 options["reply_markup"] = markup
             what = "the reply" if len(pieces) == 1 else f"part {index + 1} of the reply"
             async with self._slot(message.chat_id):
-                await self._send_piece(bot, chat, piece, options, f"{what} to {message.chat_id}")
+                sent.append(
+                    await self._send_piece(
+                        bot, chat, piece, options, f"{what} to {message.chat_id}"
+                    )
+                )
+        return sent
+
+    async def replace(
+        self, bot: Bot, chat_id: str, message_id: int, text: str, thread_id: str | None
+    ) -> None:
+        """Edit a message's text to ``text`` and remove its buttons, or send ``text`` anew.
+
+        "Not modified" counts as done. A message that cannot be edited any more
+        (deleted, too old) gets ``text`` as a new message in the same chat and
+        thread; other refusals raise ``DeliveryError``.
+        """
+        pieces = split_reply(text)
+        what = f"the new text of message {message_id} in {chat_id}"
+        if not pieces:
+            log.warning("telegram: not replacing message %s with empty text", message_id)
+            return
+        async with self._slot(chat_id):
+            edited = await self._edit_piece(bot, chat_ref(chat_id), message_id, pieces[0], what)
+        rest = pieces[1:]
+        if not edited:
+            log.warning(
+                "telegram: message %s in chat %s can no longer be edited; its new text is sent "
+                "as a new message",
+                message_id,
+                chat_id,
+            )
+            rest = pieces
+        for index, piece in enumerate(rest):
+            async with self._slot(chat_id):
+                await self._send_piece(
+                    bot,
+                    chat_ref(chat_id),
+                    piece,
+                    _in_thread(thread_id),
+                    f"part {index + 1} of {what}",
+                )
+
+    async def _edit_piece(
+        self, bot: Bot, chat: int | str, message_id: int, piece: Piece, what: str
+    ) -> bool:
+        """Edit one message to ``piece`` without a keyboard; False when it cannot be edited."""
+        plain = False
+
+        async def attempt() -> bool:
+            nonlocal plain
+            try:
+                if plain:
+                    await bot.edit_message_text(piece.source, chat, message_id)
+                else:
+                    await bot.edit_message_text(
+                        piece.html, chat, message_id, parse_mode=ParseMode.HTML
+                    )
+            except BadRequest as exc:
+                reason = exc.message.lower()
+                if not plain and is_markup_error(exc):
+                    log.warning("telegram refused the markup of %s (%s); editing plain", what, exc)
+                    plain = True
+                    return await attempt()
+                if "not modified" in reason:
+                    return True  # already so, e.g. a retry after an answer that got lost
+                if any(gone in reason for gone in UNEDITABLE):
+                    return False
+                raise
+            return True
+
+        return await send_with_retries(attempt, classify, what=what)
 
     async def _send_piece(
         self, bot: Bot, chat: int | str, piece: Piece, options: dict[str, Any], what: str
@@ -110,6 +186,13 @@ def keyboard(buttons: tuple[Button, ...]) -> InlineKeyboardMarkup | None:
     row = [InlineKeyboardButton(b.label, callback_data=b.action_id) for b in buttons]
     rows = [row] if len(row) <= BUTTONS_PER_ROW else [[b] for b in row]
     return InlineKeyboardMarkup(rows)
+
+
+def _in_thread(thread_id: str | None) -> dict[str, Any]:
+    """The send options that put a message into a forum topic (none outside one)."""
+    if thread_id and thread_id.isdigit():
+        return {"message_thread_id": int(thread_id)}
+    return {}
 
 
 def chat_ref(chat_id: str) -> int | str:

@@ -1,12 +1,14 @@
-"""Telegram updates as PinClaw ``InboundMessage``s.
+"""Telegram updates as PinClaw ``InboundMessage``s and ``ButtonPress``es.
 
 ``normalise`` keeps what the core needs from a ``message`` update: the text (or a
 media caption) with the bot's @mention taken out, who wrote it and where (chat,
 forum topic), whether the bot was addressed (an @mention, a command addressed
 to it, a reply to one of its messages) and the attachments. ``message_id`` is
 ``"<chat_id>:<message_id>"``, the same on every delivery of the message, so the
-core recognises redeliveries. Everything else (edits, channel posts, button
-presses for now) is logged at debug level and left out.
+core recognises redeliveries. ``press_of`` turns a ``callback_query`` (a tap on
+an inline button) into a ``ButtonPress``; the channel routes those before
+``normalise``, which only takes messages. Everything else (edits, channel
+posts) is logged at debug level and left out.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import logging
 import re
 from dataclasses import dataclass
 
-from telegram import Message, MessageEntity, Update
+from telegram import CallbackQuery, Message, MessageEntity, Update
 from telegram.constants import ChatType
 
+from bot.channel import ButtonPress
 from bot.messages import Attachment, InboundMessage
 
 log = logging.getLogger(__name__)
@@ -41,10 +44,6 @@ def normalise(update: Update, me: BotIdentity) -> InboundMessage | None:
     """The update as an inbound message, or None when it is not one PinClaw answers."""
     if update.message is not None:
         return message_to_inbound(update.message, me)
-    if update.callback_query is not None:
-        # Button presses (approvals) will be routed from here; until then they are only logged.
-        log.debug("ignored a button press (update %d)", update.update_id)
-        return None
     log.debug("ignored update %d of a kind PinClaw does not answer", update.update_id)
     return None
 
@@ -85,6 +84,26 @@ def message_to_inbound(message: Message, me: BotIdentity) -> InboundMessage | No
         attachments=attachments,
         chat_title=chat.title or "",
         sent_at=message.date.timestamp(),
+    )
+
+
+def press_of(query: CallbackQuery) -> ButtonPress | None:
+    """A tap on one of the bot's buttons as a press, or None without button data or message.
+
+    An inline-mode message or a game button has no message or no data; such a
+    tap cannot be one of PinClaw's buttons.
+    """
+    message = query.message
+    if message is None or not query.data:
+        return None
+    user = query.from_user
+    return ButtonPress(
+        channel=CHANNEL,
+        chat_id=str(message.chat.id),
+        user_id=str(user.id),
+        user_name=user.full_name or user.username or "",
+        action_id=query.data,
+        message_ref=str(message.message_id),
     )
 
 
