@@ -13,8 +13,9 @@ the inbox again and the core drops them by message id (the snowflake).
 
 The client itself (intents, caches, endpoints) is in ``discord_client.py``;
 messages are normalised in ``discord_events.py``, slash commands live in
-``discord_commands.py`` and outbound pieces and error classes in
-``discord_send.py``. One Discord channel per process is supported.
+``discord_commands.py``, outbound pieces and error classes in
+``discord_send.py``, approval requests in ``discord_approvals.py`` and button
+presses in ``discord_presses.py``. One Discord channel per process is supported.
 """
 
 from __future__ import annotations
@@ -24,20 +25,28 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import discord
 
-from bot.channel import ChannelDeps, ChannelStatus, DeliveryError, Inbox, ShuttingDown
+from bot.channel import (
+    ChannelDeps,
+    ChannelStatus,
+    ChatTarget,
+    DeliveryError,
+    Inbox,
+    ShuttingDown,
+)
 from bot.delivery import send_with_retries
 from bot.errors import log_bug
-from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.pacing import Pacer
 from bot.typing_indicator import keep_typing
+from channels.discord_approvals import ApprovalMessages
 from channels.discord_client import PinClawClient, point_discord_at
 from channels.discord_commands import SlashCommands, reply
 from channels.discord_events import from_message, interaction_id_of
+from channels.discord_presses import Presses
 from channels.discord_send import (
     ButtonRow,
     NotConnected,
@@ -54,6 +63,7 @@ log = logging.getLogger(__name__)
 LOGIN_TIMEOUT_S = 60.0
 GIVE_UP_S = 120.0  # a gateway down this long is restarted from scratch
 TYPING_EVERY_S = 8.0  # Discord shows "typing…" for 10 s
+PRESS_GRACE_S = 2.0  # for answers to button presses in flight when the client closes
 
 
 class DiscordDown(Exception):
@@ -61,7 +71,8 @@ class DiscordDown(Exception):
 
 
 class DiscordChannel:
-    """PinClaw on Discord: DMs, guild channels and threads, slash commands, buttons."""
+    """PinClaw on Discord: DMs, guild channels and threads, slash commands, buttons,
+    approval requests."""
 
     name = "discord"
 
@@ -77,6 +88,8 @@ class DiscordChannel:
         self._commands: SlashCommands | None = None
         self._give_up: asyncio.Future[None] | None = None
         self._give_up_timer: asyncio.TimerHandle | None = None
+        self._approvals = ApprovalMessages(self._require_client, self._pacer)
+        self._presses = Presses()
 
     # -- running ------------------------------------------------------------
 
@@ -97,6 +110,7 @@ class DiscordChannel:
         finally:
             self._client = self._connector = self._commands = None
             self._cancel_give_up()
+            await self._presses.drain(PRESS_GRACE_S)
             commands.close()
             if sync is not None:
                 sync.cancel()
@@ -189,12 +203,8 @@ class DiscordChannel:
             return await self._inbox.put(message)
 
     async def pressed(self, interaction: discord.Interaction[discord.Client]) -> None:
-        """A button press: acknowledged, so Discord shows no error; the core takes none yet."""
-        data: dict[str, Any] = dict(interaction.data or {})
-        custom_id = data.get("custom_id")
-        log.info("discord button %r pressed by %s", custom_id, interaction.user.id)
-        with contextlib.suppress(discord.HTTPException):
-            await interaction.response.defer()
+        """A button press: acknowledged at once; an approval tap goes to the core."""
+        await self._presses.handle(interaction, self._inbox)
 
     # -- outbound -----------------------------------------------------------
 
@@ -237,6 +247,20 @@ class DiscordChannel:
             what = "a reply" if len(parts) == 1 else f"part {index + 1} of {len(parts)} of a reply"
             async with self._pacer.slot(str(target)):
                 await send_with_retries(attempt, classify, what=what)
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Post an approval request with its buttons in one row; return the message id."""
+        return await self._approvals.post(target, text, buttons)
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Edit the request into ``text`` and remove its buttons (or post ``text`` anew)."""
+        await self._approvals.close(target, message_ref, text)
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The DM with ``user_id``, opened when a request is first posted there."""
+        return self._approvals.direct_target(user_id)
 
     @contextlib.asynccontextmanager
     async def typing(self, message: InboundMessage) -> AsyncIterator[None]:

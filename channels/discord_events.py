@@ -1,4 +1,4 @@
-"""Discord messages and slash-command interactions as PinClaw ``InboundMessage`` records.
+"""Discord messages, slash commands and button presses as PinClaw's inbound records.
 
 Where a conversation lives: a guild channel or a DM is a chat (``chat_id`` = the
 channel id). A thread keeps its parent channel as the chat and its own id as
@@ -18,6 +18,7 @@ import re
 
 import discord
 
+from bot.channel import ButtonPress
 from bot.messages import Attachment, InboundMessage
 
 CHANNEL = "discord"
@@ -106,6 +107,22 @@ def from_command(interaction: discord.Interaction[discord.Client], name: str) ->
         is_direct=interaction.guild_id is None,
         mentioned=True,
         chat_title=title,
+    )
+
+
+def press_from(interaction: discord.Interaction[discord.Client], custom_id: str) -> ButtonPress:
+    """A button press as the core reads it: the chat as messages name it, the tapper."""
+    user = interaction.user
+    channel = interaction.channel
+    chat_id = str(interaction.channel_id) if channel is None else _location(channel)[0]
+    message = interaction.message
+    return ButtonPress(
+        channel=CHANNEL,
+        chat_id=chat_id,
+        user_id=str(user.id),
+        user_name=user.display_name,
+        action_id=custom_id,
+        message_ref=str(message.id) if message is not None else "",
     )
 
 

@@ -15,7 +15,7 @@ unknown channel, a rejected body) is permanent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -53,6 +53,11 @@ def pieces(text: str) -> list[str]:
     return parts or ["…"]
 
 
+def plain(button: Button) -> discord.ButtonStyle:
+    """The style of an ordinary button: grey."""
+    return discord.ButtonStyle.secondary
+
+
 class ButtonRow(discord.ui.View):
     """Buttons under a message, each ``custom_id`` being the button's ``action_id``.
 
@@ -62,7 +67,11 @@ class ButtonRow(discord.ui.View):
     ``on_interaction``, which also works for buttons sent before a restart.
     """
 
-    def __init__(self, buttons: Sequence[Button]) -> None:
+    def __init__(
+        self,
+        buttons: Sequence[Button],
+        style: Callable[[Button], discord.ButtonStyle] = plain,
+    ) -> None:
         super().__init__(timeout=None)
         if len(buttons) > MAX_BUTTONS:
             log.warning("a reply had %d buttons; Discord shows the first 25", len(buttons))
@@ -71,7 +80,7 @@ class ButtonRow(discord.ui.View):
                 discord.ui.Button(
                     label=button.label[:BUTTON_LABEL_LIMIT],
                     custom_id=button.action_id,
-                    style=discord.ButtonStyle.secondary,
+                    style=style(button),
                 )
             )
 
@@ -95,15 +104,15 @@ async def post(
     reference: discord.MessageReference | None,
     view: ButtonRow | None,
     nonce: int,
-) -> None:
-    """Post one piece to a channel (no cached channel object needed)."""
+) -> discord.Message:
+    """Post one piece to a channel (no cached channel object needed); return it."""
     extra: dict[str, Any] = {}
     if reference is not None:
         extra["reference"] = reference
     if view is not None:
         extra["view"] = view
     try:
-        await client.get_partial_messageable(target).send(piece, nonce=nonce, **extra)
+        return await client.get_partial_messageable(target).send(piece, nonce=nonce, **extra)
     except Exception as exc:
         if client.is_closed():
             raise NotConnected("the Discord client closed meanwhile") from exc

@@ -28,7 +28,7 @@ from channels.discord_events import CHANNEL
 from channels.discord_send import MAX_ATTACHMENT_BYTES
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import JSON, FakeDiscord
-from tests.fake_discord.payloads import FLAG_EPHEMERAL, FLAG_LOADING, now_iso, snowflake
+from tests.fake_discord.payloads import FLAG_EPHEMERAL, FLAG_LOADING, snowflake
 from tests.fake_discord.payloads import message as fake_message
 from tests.fake_llm import FakeLLM, Say, Stall
 
@@ -325,28 +325,9 @@ async def test_thread_is_its_own_session_under_its_channel(
     tmp_path: Path, llm: FakeLLM, fake: FakeDiscord
 ) -> None:
     parent = fake.channel["id"]
-    thread: JSON = {
-        "id": snowflake(),
-        "type": 11,
-        "guild_id": fake.guild["id"],
-        "parent_id": parent,
-        "owner_id": fake.owner["id"],
-        "name": "ideas",
-        "thread_metadata": {
-            "archived": False,
-            "auto_archive_duration": 1440,
-            "archive_timestamp": now_iso(),
-            "locked": False,
-        },
-        "member_count": 1,
-        "message_count": 0,
-        "rate_limit_per_user": 0,
-        "flags": 0,
-    }
     carol = fake.add_user("carol")
     async with daemon_on(tmp_path, llm, fake, allowed_groups=[parent]):
-        with fake.world.lock:
-            fake.world.channels[thread["id"]] = thread
+        thread = fake.add_thread("ideas")
         fake.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
         fake.user_sends(thread["id"], carol, "an idea", mentions_bot=True)
         [in_thread] = await sent_in(fake, thread["id"], 1)

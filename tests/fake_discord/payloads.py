@@ -133,6 +133,28 @@ def text_channel(guild_id: str, name: str, *, position: int = 0) -> JSON:
     }
 
 
+def public_thread(guild_id: str, parent_id: str, owner_id: str, name: str) -> JSON:
+    """A public thread under a text channel."""
+    return {
+        "id": snowflake(),
+        "type": 11,
+        "guild_id": guild_id,
+        "parent_id": parent_id,
+        "owner_id": owner_id,
+        "name": name,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": now_iso(),
+            "locked": False,
+        },
+        "member_count": 1,
+        "message_count": 0,
+        "rate_limit_per_user": 0,
+        "flags": 0,
+    }
+
+
 def dm_channel(recipient: JSON) -> JSON:
     """A DM channel with ``recipient``."""
     return {

@@ -171,6 +171,19 @@ class FakeDiscord(Inspection, ThreadedServer):
             self._run(self.gateway.publish("GUILD_CREATE", snapshot))
         return created
 
+    def add_thread(self, name: str, parent: JSON | None = None) -> JSON:
+        """A public thread under ``parent`` (default: the main channel), known to the fake.
+
+        The client learns of it only from a THREAD_CREATE dispatch or a message in it.
+        """
+        parent = parent or self.channel
+        thread = payloads.public_thread(
+            parent["guild_id"], parent["id"], self.world.owner["id"], name
+        )
+        with self.world.lock:
+            self.world.channels[thread["id"]] = thread
+        return thread
+
     def dm_channel(self, user: JSON) -> JSON:
         """The DM channel between the bot and ``user`` (created on first use)."""
         return self.world.dm_channel_for(user)
