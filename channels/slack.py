@@ -9,10 +9,14 @@ Sending: replies are rendered as mrkdwn, cut into pieces of at most 3,000
 characters (``slack_format``), paced to one message per ``send_interval_s`` per
 conversation and retried as ``slack_delivery`` classifies the errors. In channels
 the bot answers in the message's thread. Buttons go on the last piece as Block
-Kit; pressing one is acknowledged in ``_on_action``, where approvals will hook in.
-Replies to a slash command go to its ``response_url``, seen only by the person
-who ran it; when that link is gone (expired, or PinClaw restarted) they are
-posted as an ephemeral message to that person instead.
+Kit. Replies to a slash command go to its ``response_url``, seen only by the
+person who ran it; when that link is gone (expired, or PinClaw restarted) they
+are posted as an ephemeral message to that person instead.
+
+Approvals: the channel is an ``ApprovalSurface``; posting and closing requests
+is ``slack_approvals``. Button presses are acknowledged at once and handed to
+``inbox.press`` in the background; the answer is shown to the presser alone
+(``slack_presses``).
 
 Progress: Slack has no typing indicator for bots, so the message being answered
 gets an :eyes: reaction (``progress_reaction``) until the reply is out. Without
@@ -31,11 +35,12 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from bot.channel import ChannelDeps, ChannelStatus, Inbox
+from bot.channel import ChannelDeps, ChannelStatus, ChatTarget, Inbox
 from bot.delivery import send_with_retries
 from bot.errors import PinclawError, log_bug
-from bot.messages import Attachment, InboundMessage, OutboundMessage
+from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.pacing import Pacer
+from channels.slack_approvals import DirectChats, SlackApprovals
 from channels.slack_connection import serve_http, serve_socket
 from channels.slack_delivery import (
     ResponseHooks,
@@ -53,6 +58,7 @@ from channels.slack_events import (
     post_of,
 )
 from channels.slack_format import button_blocks, split_for_slack
+from channels.slack_presses import Presses
 from channels.slack_settings import SlackSettings
 from channels.slack_web import ProgressReaction, SlackWeb
 
@@ -71,6 +77,8 @@ class SlackChannel:
     def __init__(self, settings: SlackSettings, deps: ChannelDeps) -> None:
         self.status = ChannelStatus(self.name)
         self.http_url: str | None = None  # HTTP mode: where Slack must send events
+        # Slack keeps "/approve" for itself; decisions are typed through our command.
+        self.approve_command = f"{settings.slash_command} approve"
         self._settings = settings
         self._deps = deps
         self._web = SlackWeb(settings.bot_token.get_secret_value(), settings.api_base_url, deps.ssl)
@@ -79,17 +87,24 @@ class SlackChannel:
         self._threads = ThreadMemory(deps.state)
         self._directory = Directory(self._web.client)
         self._progress = ProgressReaction(self._web, settings.progress_reaction)
+        self._dms = DirectChats(deps.state, self._web.client)
+        self._approvals = SlackApprovals(self._web, self._pacer, self._dms)
 
     async def run(self, inbox: Inbox) -> None:
         """Check the tokens, then serve events until cancelled; raise when the link is lost."""
         async with self._web.running():
             me = await self._identify()
-            app = self._build_app(inbox, me)
+            presses = Presses(inbox, self._web, self._directory, self._pacer, self._deps.ssl)
+            app = self._build_app(inbox, me, presses)
             detail = f"as @{me.name}"
-            if self._settings.mode == "socket":
-                await serve_socket(app, self._web.client(), self._settings, self.status, detail)
-            else:
-                await serve_http(app, self._settings, self.status, detail, self._listening)
+            try:
+                if self._settings.mode == "socket":
+                    client = self._web.client()
+                    await serve_socket(app, client, self._settings, self.status, detail)
+                else:
+                    await serve_http(app, self._settings, self.status, detail, self._listening)
+            finally:
+                await presses.close()
 
     async def send(self, message: OutboundMessage) -> None:
         """Post ``message`` in pieces, in order; ``DeliveryError`` if Slack will not take it."""
@@ -106,6 +121,20 @@ class SlackChannel:
             await send_with_retries(attempt, classify, what=what)
         if message.thread_id and not message.chat_id.startswith("D") and user is None:
             await self._threads.remember(message.chat_id, message.thread_id)
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Post an approval request with its buttons; return the message's ``ts``."""
+        return await self._approvals.post(target, text, buttons)
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Edit the request into ``text`` without buttons (post ``text`` if it is gone)."""
+        await self._approvals.close(target, message_ref, text)
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The app's DM with ``user_id``."""
+        return self._approvals.direct_target(user_id)
 
     @contextlib.asynccontextmanager
     async def typing(self, message: InboundMessage) -> AsyncIterator[None]:
@@ -138,7 +167,7 @@ class SlackChannel:
             team=str(auth.get("team", "")),
         )
 
-    def _build_app(self, inbox: Inbox, me: BotIdentity) -> AsyncApp:
+    def _build_app(self, inbox: Inbox, me: BotIdentity, presses: Presses) -> AsyncApp:
         secret = self._settings.signing_secret
         app = AsyncApp(
             client=self._web.client(),
@@ -152,6 +181,8 @@ class SlackChannel:
 
         async def on_message(body: JSON) -> None:
             message = await normaliser.from_event(body.get("event") or {})
+            if message is not None and message.is_direct and message.chat_id.startswith("D"):
+                self._dms.saw(message.sender_id, message.chat_id)
             if message is not None and not await inbox.put(message):
                 log.debug("Slack delivered %s again; it was answered once", message.message_id)
 
@@ -166,20 +197,17 @@ class SlackChannel:
                 return
             await ack()
 
+        async def on_action(ack: AsyncAck, body: JSON) -> None:
+            await ack()  # sent when this returns: the press is handled after it
+            presses.take(body)
+
         app.event("message")(on_message)
         app.event("app_mention")(on_message)
         app.command(self._settings.slash_command)(on_command)
-        app.action(re.compile(".*"))(self._on_action)
+        app.action(re.compile(".*"))(on_action)
         app.event(re.compile(".*"))(self._on_other_event)
         app.error(self._on_error)
         return app
-
-    async def _on_action(self, ack: AsyncAck, body: JSON) -> None:
-        """A button press. Approvals hook in here: turn ``body["actions"][0]`` into a press
-        for the core; until then it is acknowledged, so Slack shows no error."""
-        await ack()
-        pressed = (body.get("actions") or [{}])[0].get("action_id")
-        log.info("a Slack button (%s) was pressed; buttons do nothing yet", pressed)
 
     async def _on_other_event(self, body: JSON) -> None:
         """Events PinClaw does not use are acknowledged, so Slack does not resend them."""

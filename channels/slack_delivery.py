@@ -9,7 +9,8 @@ handlers are switched off, so nothing is retried twice.
 
 Slash commands are answered through their ``response_url`` (seen only by the
 person who ran the command); ``ResponseHooks`` keeps those URLs while Slack
-accepts them (30 minutes, 5 posts).
+accepts them (30 minutes, 5 posts). A button press's ``response_url`` is the
+fallback for answering the presser.
 """
 
 from __future__ import annotations
@@ -138,12 +139,20 @@ class ResponseHooks:
 
 
 async def post_ephemeral_response(
-    hook: Hook, text: str, session: aiohttp.ClientSession, tls: SSLContext
+    hook: Hook,
+    text: str,
+    session: aiohttp.ClientSession,
+    tls: SSLContext,
+    *,
+    replace_original: bool | None = None,
 ) -> None:
-    """Post ``text`` to a command's ``response_url``, seen only by its user."""
+    """Post ``text`` to a command's or a press's ``response_url``, seen only by its user
+    (a press's answer must say ``replace_original=False`` to leave the message alone)."""
     hook.uses_left -= 1
     client = AsyncWebhookClient(hook.url, session=session, ssl=tls, retry_handlers=[])
-    response = await client.send(text=text, response_type="ephemeral")
+    response = await client.send(
+        text=text, response_type="ephemeral", replace_original=replace_original
+    )
     if response.status_code == 200:
         return
     error = f"HTTP {response.status_code}"

@@ -28,6 +28,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.chat_commands import parse_command
 from bot.kv import KeyValueStore
 from bot.messages import Attachment, InboundMessage
 from channels.slack_format import plain_text
@@ -239,11 +240,16 @@ class Normaliser:
         )
 
     async def from_command(self, body: JSON) -> InboundMessage:
-        """``/pinclaw status`` as the chat command ``/status`` (anything unknown is ``/help``)."""
+        """``/pinclaw status`` as the chat command ``/status`` (anything unknown is ``/help``).
+
+        The core's unlisted commands count too: ``/pinclaw approve ID once`` is how to
+        decide by typing in Slack, which takes a typed ``/approve`` for a slash command.
+        """
         words = str(body.get("text") or "").strip()
         name, _, rest = words.partition(" ")
         name = name.lstrip("/").lower()
-        text = f"/{name} {rest.strip()}".strip() if name in self._commands else "/help"
+        known = name in self._commands or parse_command(f"/{name}") is not None
+        text = f"/{name} {rest.strip()}".strip() if known else "/help"
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         direct = channel.startswith("D") or body.get("channel_name") == "directmessage"
         return InboundMessage(
