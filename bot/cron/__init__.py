@@ -1,0 +1,1 @@
+"""Scheduled jobs: schedules, storage, the scheduler service."""
