@@ -23,7 +23,7 @@ from bot.conversation import ChatMessage, TextSink, ToolCall, Usage
 from bot.dispatch import ToolDispatch
 from bot.history import HistoryStore, TurnRecord
 from bot.history_trim import repair_history, trim_history
-from bot.messages import InboundMessage
+from bot.messages import InboundMessage, SessionKey
 from bot.prompt import PromptBuilder
 from bot.providers.base import Provider
 from bot.tool_api import ToolContext, ToolResult
@@ -89,6 +89,13 @@ class Agent:
         """Start a fresh conversation in ``message``'s chat."""
         await self._history.new_session(message.session)
 
+    async def remember_delivery(self, key: SessionKey, note: str, text: str) -> None:
+        """Record a message sent to a chat outside a turn (a job's output) in its history."""
+        session_id = await self._history.session_for(key)
+        await self._history.append(
+            session_id, [ChatMessage("user", note), ChatMessage("assistant", text)]
+        )
+
     async def run_turn(
         self,
         message: InboundMessage,
@@ -98,18 +105,22 @@ class Agent:
         on_text: TextSink | None = None,
         inbound_id: int | None = None,
         replayed: bool = False,
+        history_key: SessionKey | None = None,
+        origin: str = "chat",
     ) -> TurnResult:
         """Answer one message. Provider failures propagate as ``ProviderError``.
 
         ``inbound_id`` ties the turn to its stored inbound message; a message
         answered again after a restart (``replayed``) first drops what its
-        interrupted attempt left in history.
+        interrupted attempt left in history. A scheduled turn may keep its
+        history apart from the chat it answers in (``history_key``); ``origin``
+        says who started it ("chat", "cron:NAME", "heartbeat").
         """
         discard = replayed and inbound_id is not None
         if discard and await self._history.discard_unfinished(inbound_id or 0):
             log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
         if session_id is None:
-            session_id = await self._history.session_for(message.session)
+            session_id = await self._history.session_for(history_key or message.session)
         over = await self._over_budget(message.sender_id)
         if over:
             return TurnResult(over, "budget", Usage(), 0, 0)
@@ -120,6 +131,7 @@ class Agent:
         ctx = ToolContext(
             session=message.session,
             workspace=self._workspace,
+            origin=origin,
             timezone=self._timezone,
             sender_id=message.sender_id,
             depth=self._depth,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot import __version__
+from bot.cron.cli import add_cron_commands
 from bot.errors import ConfigError, UserError
 
 
@@ -60,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_talking, _onboarding, _pairing_commands, _approvals_commands, _files):
+    for add in (
+        _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands, _files
+    ):  # fmt: skip
         add(sub, common)
     return parser
 

@@ -18,8 +18,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
-from bot.config_base import Section
+from bot.config_base import Section, check_zone
 from bot.config_errors import describe_validation_error
+from bot.config_schedule import CronConfig, HeartbeatConfig
 from bot.config_security import SecurityConfig
 from bot.errors import ConfigError
 
@@ -111,18 +112,7 @@ class GeneralConfig(Section):
     timezone: str | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
-    @field_validator("timezone")
-    @classmethod
-    def _check_timezone(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"expected an IANA timezone name like 'Europe/Lisbon', got {value!r}"
-            ) from None
-        return value
+    _check_timezone = field_validator("timezone")(check_zone)
 
 
 class AgentConfig(Section):
@@ -160,6 +150,8 @@ class Config(Section):
     tools: ToolsConfig = ToolsConfig()
     daemon: DaemonConfig = DaemonConfig()
     security: SecurityConfig = SecurityConfig()
+    cron: CronConfig = CronConfig()
+    heartbeat: HeartbeatConfig = HeartbeatConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

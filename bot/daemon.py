@@ -1,8 +1,9 @@
 """``pinclaw run``: the long-running daemon with its chat channels.
 
 ``Daemon.open`` builds everything from the config (the core, the stores, the
-enabled channels, the router); ``start`` runs each channel under supervision
-and replays messages left unanswered; ``stop`` stops taking messages, lets
+enabled channels, the router, the scheduler); ``start`` runs each channel under
+supervision, replays messages left unanswered and starts the scheduled jobs and
+the heartbeat; ``stop`` stops taking messages, lets
 running turns finish within ``[daemon] shutdown_grace_s`` (later ones are
 recorded as interrupted and answered after the next start), then closes the
 channels. ``run_daemon`` does all three around waiting for SIGTERM or SIGINT.
@@ -30,6 +31,7 @@ from bot.channel_registry import adapter_class
 from bot.channel_settings import ChannelSettings
 from bot.chat_commands import CHAT_COMMANDS
 from bot.config import LoadedConfig
+from bot.cron.setup import Scheduling, scheduling
 from bot.errors import ConfigError
 from bot.inbound import InboundStore
 from bot.kv import KeyValueStore
@@ -54,8 +56,10 @@ class Daemon:
         pairing: PairingStore,
         grace_s: float,
         approvals: ApprovalService | None = None,
+        scheduling: Scheduling | None = None,
     ) -> None:
         self.approvals = approvals
+        self.scheduling = scheduling
         self.app = app
         self.router = router
         self.channels = channels
@@ -92,9 +96,8 @@ class Daemon:
                 name: _load_adapter(name, loaded)(channel_settings, deps)
                 for name, channel_settings in settings.items()
             }
-            approvals = await approval_service(
-                app, loaded, channels, Approvers(settings, pairing), inbound
-            )
+            approvers = Approvers(settings, pairing)
+            approvals = await approval_service(app, loaded, channels, approvers, inbound)
             router = Router(
                 agent=app.agent,
                 channels=channels,
@@ -105,6 +108,7 @@ class Daemon:
                 model_label=loaded.config.provider.label,
                 approvals=approvals,
             )
+            timers = await scheduling(app, loaded, router, channels, approvers)
             daemon = cls(
                 app=app,
                 router=router,
@@ -113,6 +117,7 @@ class Daemon:
                 pairing=pairing,
                 grace_s=loaded.config.daemon.shutdown_grace_s,
                 approvals=approvals,
+                scheduling=timers,
             )
             try:
                 yield daemon
@@ -128,6 +133,8 @@ class Daemon:
             for name, channel in self.channels.items()
         ]
         self._tasks.append(asyncio.create_task(self.router.replay(), name="replay"))
+        if self.scheduling is not None:
+            await self.scheduling.start()
         log.info("PinClaw %s running with %s", __version__, ", ".join(self.channels))
 
     async def stop(self) -> None:
@@ -137,7 +144,10 @@ class Daemon:
         self._stopped = True
         if self._tasks:
             log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
-        await self.router.shutdown(self._grace_s)
+        shutdowns = [self.router.shutdown(self._grace_s)]
+        if self.scheduling is not None:
+            shutdowns.append(self.scheduling.stop(self._grace_s))
+        await asyncio.gather(*shutdowns)
         if self.approvals is not None:
             # Let decided requests finish turning into records before the channels go.
             with contextlib.suppress(TimeoutError):

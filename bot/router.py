@@ -21,7 +21,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from bot.access import AccessControl
-from bot.agent import Agent
+from bot.agent import Agent, TurnResult
 from bot.approvals.service import ApprovalService
 from bot.approvals.texts import parse_choice
 from bot.channel import (
@@ -36,9 +36,9 @@ from bot.chat_commands import HELP, parse_command
 from bot.config import DaemonConfig
 from bot.errors import UserError, bug_message, log_bug
 from bot.inbound import InboundStore
-from bot.messages import InboundMessage, OutboundMessage
+from bot.messages import InboundMessage, OutboundMessage, SessionKey
 from bot.pairing import PairingStore
-from bot.sessions import STOP, Job, SessionRunner
+from bot.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.status import describe_status
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,25 @@ class Router:
             return False
         self._dispatch(Job(row, message))
         return True
+
+    async def run_scheduled(
+        self, message: InboundMessage, *, history: SessionKey | None, origin: str, context: str
+    ) -> TurnResult:
+        """Run a turn for a job or the heartbeat, in order with the chat's own turns.
+
+        The result comes back to the caller instead of being sent: the scheduler
+        decides what is delivered. Raises ``CancelledError`` if the turn was
+        stopped (``/stop``) or PinClaw is stopping.
+        """
+        if self._closing:
+            raise asyncio.CancelledError("PinClaw is stopping")
+        result: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        self._runner.submit(Job(0, message, scheduled=Scheduled(history, origin, context, result)))
+        return await result
+
+    def busy(self, key: SessionKey) -> bool:
+        """Whether a turn of this chat runs or waits."""
+        return self._runner.is_running(key) or self._runner.waiting(key) > 0
 
     async def press(self, press: ButtonPress) -> PressReply:
         """A button tap: an approval decision (checked by the approval service)."""
@@ -209,6 +228,9 @@ class Router:
         return reply.text
 
     async def _turn(self, jobs: list[Job]) -> None:
+        if jobs[0].scheduled is not None:
+            await self._scheduled_turn(jobs[0].message, jobs[0].scheduled)
+            return
         message = jobs[-1].message
         text = "\n\n".join(with_attachments(job.message) for job in jobs)
         if text != message.text:
@@ -222,6 +244,25 @@ class Router:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
             raise
+
+    async def _scheduled_turn(self, message: InboundMessage, scheduled: Scheduled) -> None:
+        outcome = scheduled.result
+        try:
+            result = await self._agent.run_turn(
+                message,
+                channel_context=scheduled.context,
+                history_key=scheduled.history,
+                origin=scheduled.origin,
+            )
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except Exception as exc:
+            if not outcome.done():
+                outcome.set_exception(exc)
+            return
+        if not outcome.done():
+            outcome.set_result(result)
 
     async def _answer(self, message: InboundMessage, channel: Channel, job: Job) -> str:
         sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
@@ -255,7 +296,10 @@ class Router:
 
     async def _mark_stopped(self, jobs: list[Job]) -> None:
         for job in jobs:
-            await self._inbound.mark(job.row_id, "stopped")
+            if job.scheduled is not None:
+                job.scheduled.result.cancel()
+            else:
+                await self._inbound.mark(job.row_id, "stopped")
 
     async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
         if self._pairing is None:

@@ -15,7 +15,7 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from bot.messages import InboundMessage, SessionKey
 
@@ -26,12 +26,24 @@ SHUTDOWN = "interrupted by shutdown"
 
 
 @dataclass(frozen=True, slots=True)
+class Scheduled:
+    """What makes a job a scheduled turn: its history, who started it, and where its
+    result goes (the scheduler delivers it; the router does not)."""
+
+    history: SessionKey | None
+    origin: str
+    context: str
+    result: asyncio.Future[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """One accepted message waiting for its turn; ``row_id`` is its inbound-store row."""
 
     row_id: int
     message: InboundMessage
     replayed: bool = False  # left unanswered before a restart
+    scheduled: Scheduled | None = None
 
 
 TurnHandler = Callable[[list[Job]], Awaitable[None]]
@@ -111,6 +123,9 @@ class SessionRunner:
         """
         self._closing = True
         for queue in self._queues.values():
+            for job in queue:
+                if job.scheduled is not None:
+                    job.scheduled.result.cancel()
             queue.clear()
         workers = list(self._workers.values())
         if not workers:
@@ -125,7 +140,7 @@ class SessionRunner:
     async def _work(self, key: SessionKey) -> None:
         try:
             while queue := self._queues.get(key):
-                jobs = list(queue) if self._busy_mode == "collect" else [queue[0]]
+                jobs = _next_turn(queue, self._busy_mode)
                 for _ in jobs:
                     queue.popleft()
                 async with self._slots:
@@ -140,3 +155,16 @@ class SessionRunner:
             self._workers.pop(key, None)
             if not self._queues.get(key):
                 self._queues.pop(key, None)
+
+
+def _next_turn(queue: collections.deque[Job], busy_mode: str) -> list[Job]:
+    """The jobs one turn answers: the first, or in collect mode every waiting message
+    up to the next scheduled job (a scheduled turn always runs alone)."""
+    if busy_mode != "collect" or queue[0].scheduled is not None:
+        return [queue[0]]
+    taken: list[Job] = []
+    for job in queue:
+        if job.scheduled is not None:
+            break
+        taken.append(job)
+    return taken

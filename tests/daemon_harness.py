@@ -32,10 +32,11 @@ def daemon_config(
     channels: dict[str, Any],
     *,
     security: dict[str, Any] | None = None,
+    tables: dict[str, Any] | None = None,
     **daemon: Any,
 ) -> dict[str, Any]:
     """A raw config: the fake LLM as provider, quick shutdown, the given channel tables
-    (and ``[security]`` keys, if given)."""
+    (and ``[security]`` keys, and other top-level ``tables`` such as ``cron``, if given)."""
     raw: dict[str, Any] = {
         "provider": {
             "kind": "openai",
@@ -48,7 +49,7 @@ def daemon_config(
     }
     if security is not None:
         raw["security"] = security
-    return raw
+    return {**raw, **(tables or {})}
 
 
 @asynccontextmanager
@@ -58,13 +59,15 @@ async def running_daemon(
     channels: dict[str, Any],
     *,
     security: dict[str, Any] | None = None,
+    tables: dict[str, Any] | None = None,
     **settings: Any,
 ) -> AsyncIterator[Daemon]:
     """The daemon, started, with its state under ``tmp_path/state``; stopped on exit.
 
-    ``settings`` go to the ``[daemon]`` table, ``security`` (if given) to ``[security]``.
+    ``settings`` go to the ``[daemon]`` table, ``security`` (if given) to ``[security]``,
+    ``tables`` (if given) are further top-level tables such as ``cron`` or ``heartbeat``.
     """
-    raw = daemon_config(llm, channels, security=security, **settings)
+    raw = daemon_config(llm, channels, security=security, tables=tables, **settings)
     loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "config.toml", tmp_path / "state")
     async with Daemon.open(loaded) as daemon:
         await daemon.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from bot.channel import ApprovalSurface, ChatTarget
 from bot.channel_settings import ChannelSettings
 from bot.pairing import PairingStore
 
@@ -58,3 +59,22 @@ class Approvers:
         """Whether requests from group chats go to the approver's private chat."""
         settings = self._settings.get(channel)
         return bool(settings and settings.approvals_in_dm)
+
+
+async def owner_chats(
+    channels: Mapping[str, object], approvers: Approvers
+) -> list[tuple[ApprovalSurface, ChatTarget]]:
+    """The private chats with each channel's approvers, channel by channel, first first.
+
+    This is "the owner" for output and requests that have no chat of their own
+    (a job that delivers to the owner, the heartbeat).
+    """
+    found: list[tuple[ApprovalSurface, ChatTarget]] = []
+    for name, channel in channels.items():
+        if not isinstance(channel, ApprovalSurface):
+            continue
+        for approver in await approvers.of(name):
+            private = channel.direct_target(approver)
+            if private is not None:
+                found.append((channel, private))
+    return found

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.approvals.approvers import Approvers
+from bot.approvals.approvers import Approvers, owner_chats
 from bot.approvals.store import ApprovalStore, StoredApproval, new_approval_id
 from bot.approvals.texts import (
     Choice,
@@ -249,14 +249,8 @@ class ApprovalService:
 
     async def _owner_place(self) -> tuple[ApprovalSurface, ChatTarget, str] | None:
         """For calls without a chat of their own (a job delivering nowhere): the owner's DM."""
-        for name, channel in self._channels.items():
-            if not isinstance(channel, ApprovalSurface):
-                continue
-            for approver in await self._approvers.of(name):
-                private = channel.direct_target(approver)
-                if private is not None:
-                    return channel, private, ""
-        return None
+        chats = await owner_chats(self._channels, self._approvers)
+        return (*chats[0], "") if chats else None
 
     async def _close(
         self, record: StoredApproval, line: str, *, wait_connected: bool = False

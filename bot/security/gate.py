@@ -78,6 +78,13 @@ class PolicyGate:
         await self._record(call, ctx, started, verdict, decision, result, by)
         return result
 
+    def preflight(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        """What the policy would do with ``call`` now, without running or asking anything."""
+        prepared = self._registry.prepare(call)
+        if isinstance(prepared, ToolResult):
+            return Decision("block", "low", prepared.error or "the call is not valid")
+        return decide(self._config, prepared.tool, self._assess(prepared, ctx))
+
     def _assess(self, prepared: PreparedCall, ctx: ToolContext) -> Assessment:
         try:
             return prepared.tool.assess(ctx, prepared.values)

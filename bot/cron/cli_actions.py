@@ -1,0 +1,116 @@
+"""What ``pinclaw cron`` does, on the same store and checks the daemon and tools use."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from bot.app import App, open_app
+from bot.config import LoadedConfig, resolve_timezone
+from bot.conversation import ToolCall
+from bot.cron.jobs import JobRequest, build_job, job_line, parse_target, run_line, schedule_of
+from bot.cron.schedule import next_run
+from bot.cron.store import CronStore
+from bot.errors import UserError
+from bot.messages import SessionKey
+from bot.tool_api import ToolContext
+
+
+class CronActions:
+    """One ``pinclaw cron`` action against the database."""
+
+    def __init__(self, loaded: LoadedConfig, app: App, store: CronStore) -> None:
+        self._loaded = loaded
+        self._app = app
+        self._store = store
+        config = loaded.config
+        self._zone = resolve_timezone(config.cron.timezone or config.general.timezone)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, loaded: LoadedConfig) -> AsyncIterator[CronActions]:
+        """The core (for the policy check) and the job store."""
+        async with open_app(loaded) as app:
+            store = CronStore(app.db)
+            await store.setup()
+            yield cls(loaded, app, store)
+
+    async def do(self, args: argparse.Namespace) -> int:
+        """Carry out ``args.cron_command``."""
+        action = args.cron_command
+        if action == "list":
+            return await self._list()
+        if action == "add":
+            return await self._add(args)
+        if action == "history":
+            for run in await self._store.history(args.job_id, args.limit):
+                print(run_line(run, self._zone))
+            return 0
+        job = await self._store.get(args.job_id)
+        if job is None:
+            raise UserError(f"there is no job #{args.job_id} (see `pinclaw cron list`)")
+        if action == "remove":
+            await self._store.remove(job.id)
+            print(f"Removed job #{job.id} '{job.name}'.")
+        elif action == "run":
+            await self._store.update(job.id, run_requested=1)
+            print(f"Job #{job.id} '{job.name}' will run within seconds if PinClaw is running, "
+                  "otherwise when it next starts.")  # fmt: skip
+        elif action == "pause":
+            await self._store.update(job.id, state="paused")
+            print(f"Paused job #{job.id} '{job.name}'.")
+        else:
+            upcoming = next_run(schedule_of(job), datetime.now(UTC))
+            if upcoming is None:
+                raise UserError(f"job #{job.id} has no run left; add it again with a new time")
+            await self._store.update(
+                job.id, state="active", failures=0, next_run=upcoming.timestamp()
+            )
+            print(f"Resumed {job_line(await self._store.get(job.id) or job, self._zone)}.")
+        return 0
+
+    async def _list(self) -> int:
+        jobs = await self._store.jobs()
+        if not jobs:
+            print("No scheduled jobs. Add one with `pinclaw cron add` or ask the bot.")
+        for job in jobs:
+            print(job_line(job, self._zone))
+            for run in await self._store.history(job.id, 3):
+                print("    " + run_line(run, self._zone))
+        return 0
+
+    async def _add(self, args: argparse.Namespace) -> int:
+        kind = next(k for k in ("cron", "every", "at", "after") if getattr(args, k))
+        target = parse_target(args.to)
+        request = JobRequest(
+            args.name, kind, getattr(args, kind), "shell" if args.command else "agent",
+            args.command or args.prompt, target, args.session, args.misfire,
+            args.tz or self._zone.key,
+        )  # fmt: skip
+        if args.command:
+            self._check_command(args.command, target.channel or "cron", target.chat_id)
+        job = build_job(
+            request,
+            creator_id="owner",
+            creator_name="the owner (command line)",
+            settings=self._loaded.config.cron,
+            zone=self._zone,
+        )
+        job = await self._store.add(job)
+        print(f"Added {job_line(job, self._zone)}.")
+        return 0
+
+    def _check_command(self, command: str, channel: str, chat: str) -> None:
+        ctx = ToolContext(
+            session=SessionKey(channel, chat or "cli"),
+            workspace=self._loaded.workspace,
+            timezone=self._zone,
+            origin="cli",
+        )
+        verdict = self._app.gate.preflight(ToolCall("cli", "shell", {"command": command}), ctx)
+        if verdict.action == "block":
+            raise UserError(f"this command cannot be scheduled: {verdict.reason}")
+        if verdict.action == "ask":
+            print(f"Note: {verdict.reason}; each run will ask for approval.")

@@ -1,0 +1,124 @@
+"""Wiring the scheduler into ``pinclaw run``: jobs, their tools, and the heartbeat."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC
+from typing import TYPE_CHECKING
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.app import App
+from bot.approvals.approvers import Approvers
+from bot.channel import Channel
+from bot.config import LoadedConfig, resolve_timezone
+from bot.cron.durations import parse_duration
+from bot.cron.outbox import Outbox
+from bot.cron.runs import JobRunner
+from bot.cron.service import CronService
+from bot.cron.store import CronStore
+from bot.errors import log_bug
+from bot.heartbeat import Heartbeat
+from tools.cron import cron_tools
+
+if TYPE_CHECKING:
+    from bot.router import Router
+
+log = logging.getLogger(__name__)
+
+
+class Scheduling:
+    """The APScheduler instance with the job service and the heartbeat on it."""
+
+    def __init__(
+        self,
+        scheduler: AsyncIOScheduler,
+        service: CronService | None,
+        heartbeat: Heartbeat | None,
+        heartbeat_s: float,
+    ) -> None:
+        self.scheduler = scheduler
+        self.service = service
+        self.heartbeat = heartbeat
+        self._heartbeat_s = heartbeat_s
+
+    async def start(self) -> None:
+        """Start the scheduler in the running loop, then the jobs and the heartbeat."""
+        if self.scheduler.running:
+            return
+        self.scheduler.start()
+        if self.service is not None:
+            await self.service.start()
+        if self.heartbeat is not None:
+            self.heartbeat.ensure_file()
+            self.scheduler.add_job(
+                self._beat,
+                IntervalTrigger(seconds=self._heartbeat_s),
+                id="heartbeat",
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=None,
+            )
+            log.info("heartbeat every %.0f s", self._heartbeat_s)
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop firing; let runs in progress deliver within ``grace_s``."""
+        if self.service is not None:
+            await self.service.stop(grace_s)
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    async def _beat(self) -> None:
+        assert self.heartbeat is not None
+        try:
+            await self.heartbeat.tick()
+        except Exception as exc:
+            log_bug(log, "the heartbeat failed", exc)
+
+
+async def scheduling(
+    app: App,
+    loaded: LoadedConfig,
+    router: Router,
+    channels: Mapping[str, Channel],
+    approvers: Approvers,
+) -> Scheduling:
+    """Build the scheduler, the job service and tools (unless disabled) and the heartbeat."""
+    config = loaded.config
+    zone = resolve_timezone(config.cron.timezone or config.general.timezone)
+    outbox = Outbox(channels=channels, approvers=approvers, agent=app.agent)
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    service = None
+    if config.cron.enabled:
+        store = CronStore(app.db)
+        await store.setup()
+        runner = JobRunner(
+            router=router, tools=app.gate, outbox=outbox, workspace=loaded.workspace, zone=zone
+        )
+        service = CronService(
+            store=store, runner=runner, outbox=outbox, settings=config.cron, scheduler=scheduler
+        )
+        disabled = set(config.tools.disabled)
+        for tool in cron_tools(
+            store,
+            settings=config.cron,
+            zone=zone,
+            preflight=app.gate.preflight,
+            run_now=service.run_now,
+        ):
+            if tool.name not in disabled:
+                app.tools.add(tool)
+    interval = config.heartbeat.interval.strip()
+    seconds = 0.0 if interval in ("", "0") else parse_duration(interval).total_seconds()
+    heartbeat = None
+    if seconds:
+        heartbeat = Heartbeat(
+            settings=config.heartbeat,
+            router=router,
+            outbox=outbox,
+            workspace=loaded.workspace,
+            zone=resolve_timezone(config.heartbeat.timezone or config.general.timezone),
+        )
+    return Scheduling(scheduler, service, heartbeat, seconds)
