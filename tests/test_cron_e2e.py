@@ -321,3 +321,33 @@ async def test_a_heartbeat_skips_while_the_chat_is_busy(
         await said(telegram, "Greenhouse is cold.")
     busy = [r for r in caplog.records if "the chat is busy" in r.getMessage()]
     assert busy and texts(telegram) == ["Long answer.", "Greenhouse is cold."]
+
+
+async def test_a_job_command_that_needs_approval_asks_in_the_jobs_chat(
+    tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
+) -> None:
+    add = CallTools(
+        [("cron_add", {"name": "build", "schedule_kind": "after", "schedule": "1s",
+                       "command": "mkdir build"})]
+    )  # fmt: skip
+    llm.queue(add, Say("Scheduled."))
+    async with daemon_on(tmp_path, llm, telegram) as daemon:
+        telegram.user_sends(OWNER, ADA, "make a build folder in a second")
+        made = await telegram.await_until(lambda: next(iter(telegram.sent(OWNER)), None))
+        assert made.buttons  # making the job asked first: mkdir changes files
+        once = next(b["callback_data"] for b in made.buttons if b["callback_data"].endswith("once"))
+        telegram.user_presses(OWNER, ADA, made.message_id, once)
+        await said(telegram, "Scheduled.")
+        asked = await telegram.await_until(
+            lambda: next((m for m in telegram.sent(OWNER)[2:] if m.buttons), None)
+        )
+        once = next(
+            b["callback_data"] for b in asked.buttons if b["callback_data"].endswith("once")
+        )
+        telegram.user_presses(OWNER, ADA, asked.message_id, once)
+        [ran] = await runs_of(daemon, 1, 1)
+    assert "Approval needed for cron_add" in made.text and "mkdir build" in made.text
+    assert "Approval needed for shell" in asked.text
+    assert "Asked by the scheduled job build" in asked.text
+    assert ran.status == "ok" and (tmp_path / "state" / "workspace" / "build").is_dir()
+    assert "exit code 0" in texts(telegram)[-1]

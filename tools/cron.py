@@ -15,7 +15,7 @@ from pydantic import Field
 
 from bot.config_schedule import CronConfig
 from bot.conversation import ToolCall
-from bot.cron.jobs import JobRequest, build_job, job_line, run_line, when
+from bot.cron.jobs import JobRequest, build_job, job_line, run_line
 from bot.cron.store import CronStore, Target
 from bot.errors import ToolError, UserError
 from bot.security.policy import Decision
@@ -110,8 +110,7 @@ def cron_tools(
         except UserError as exc:
             raise ToolError(str(exc)) from None
         job = await store.add(job)
-        first = when(job.next_run, ctx.timezone)
-        return f"Scheduled {job_line(job, ctx.timezone)}. First run {first}."
+        return f"Scheduled {job_line(job, ctx.timezone)}."
 
     @tool()
     async def cron_list(ctx: ToolContext) -> str:

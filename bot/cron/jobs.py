@@ -112,9 +112,10 @@ def job_line(job: CronJob, zone: ZoneInfo) -> str:
     state = "" if job.state == "active" else f" [{job.state}]"
     failing = f", {job.failures} failure(s) in a row" if job.failures else ""
     what = f"runs `{job.payload}`" if job.action == "shell" else "asks the agent"
-    next_at = when(job.next_run, zone) if job.state == "active" else "-"
+    repeats = job.schedule_kind != "at"
+    next_at = f", next {when(job.next_run, zone)}" if repeats and job.state == "active" else ""
     return (
-        f"#{job.id} {job.name}{state}: {describe(schedule_of(job))}, next {next_at}, "
+        f"#{job.id} {job.name}{state}: {describe(schedule_of(job))}{next_at}, "
         f"{what}, to {job.target}{failing}"
     )
 
