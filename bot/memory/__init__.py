@@ -1,0 +1,1 @@
+"""Long-term memory: entries in SQLite with full-text and vector recall."""
