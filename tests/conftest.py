@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.adapter_harness import ScriptedInbox
+from tests.fake_embeddings import FakeEmbeddings
 from tests.fake_llm import FakeLLM
 
 
@@ -38,3 +39,10 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
 def inbox() -> ScriptedInbox:
     """The core's inbox, scripted, for adapter tests that leave the core out."""
     return ScriptedInbox()
+
+
+@pytest.fixture
+def embedder_server() -> Iterator[FakeEmbeddings]:
+    """A fake OpenAI-compatible embeddings server on 127.0.0.1 (384 dimensions)."""
+    with FakeEmbeddings.running() as server:
+        yield server
