@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.config import AgentConfig
@@ -43,6 +43,18 @@ class TurnResult:
     usage: Usage
     rounds: int
     tool_calls: int
+
+
+class TurnMemory(Protocol):
+    """Long-term memory as a turn uses it (``bot.memory.service.MemoryService``)."""
+
+    async def context_for(self, message: InboundMessage, session_id: int) -> str:
+        """A prompt section of what is remembered about the message ("" for nothing)."""
+        ...
+
+    async def observe(self, message: InboundMessage, session_id: int) -> None:
+        """Keep what a person said."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +85,9 @@ class Agent:
         workspace: Path,
         timezone: ZoneInfo,
         depth: int = 0,
+        memory: TurnMemory | None = None,
     ) -> None:
+        self._memory = memory
         self._depth = depth
         self._provider = provider
         self._tools = tools
@@ -124,6 +138,7 @@ class Agent:
         over = await self._over_budget(message.sender_id)
         if over:
             return TurnResult(over, "budget", Usage(), 0, 0)
+        remembered = await self._recall(message, session_id, origin)
         earlier = repair_history(await self._history.load(session_id))
         user = ChatMessage(role="user", content=message.text)
         turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
@@ -146,7 +161,7 @@ class Agent:
             limit = self._settings.max_tool_iterations
             while rounds < limit:
                 rounds += 1
-                system = self._prompt.build(channel=channel_context)
+                system = self._prompt.build(channel=channel_context, extra=remembered)
                 messages = trim_history(
                     [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
                 )
@@ -196,6 +211,17 @@ class Agent:
                 usage.input_tokens,
                 usage.output_tokens,
             )
+
+    async def _recall(
+        self, message: InboundMessage, session_id: int, origin: str
+    ) -> tuple[str, ...]:
+        """What memory adds to the prompt; a person's words are kept for later."""
+        if self._memory is None or self._depth:
+            return ()
+        section = await self._memory.context_for(message, session_id)
+        if origin == "chat":
+            await self._memory.observe(message, session_id)
+        return (section,) if section else ()
 
     async def _over_budget(self, sender: str) -> str:
         """A plain sentence when ``sender`` used up today's model budget, else ""."""

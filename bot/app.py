@@ -1,6 +1,6 @@
 """The composition root: builds PinClaw's parts from a loaded config and owns their lifetimes.
 
-Parts start in dependency order (HTTP client, database, history, the security
+Parts start in dependency order (HTTP client, database, history, memory, the security
 kit, the tools behind the policy gate, provider, agent) and close in reverse.
 Nothing here imports a channel or a hardware library; those are loaded by name
 only when the config enables them.
@@ -21,6 +21,8 @@ from bot.config import LoadedConfig, SubAgentConfig
 from bot.db import Database
 from bot.dispatch import ToolDispatch
 from bot.history import HistoryStore
+from bot.memory.service import MemoryService
+from bot.memory.setup import open_memory
 from bot.prompt import PromptBuilder
 from bot.providers import Provider, build_provider, build_provider_chain
 from bot.security.audit import AuditLog
@@ -30,6 +32,7 @@ from bot.security.redact import RedactingFilter, Redactor
 from bot.tls import shared_ssl_context
 from bot.tool_registry import ToolExecutor, ToolRegistry, build_registry
 from tools.delegate import AgentFactory, build_delegate
+from tools.memory import memory_tools
 
 if TYPE_CHECKING:
     from bot.security.net import Resolver
@@ -48,6 +51,7 @@ class App:
     gate: PolicyGate
     security: SecurityKit
     agent: Agent
+    memory: MemoryService | None = None
 
 
 @asynccontextmanager
@@ -63,11 +67,15 @@ async def open_app(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         )
         loaded.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         loaded.workspace.mkdir(mode=0o700, exist_ok=True)
+        fresh = not loaded.database.exists()
         db = Database(loaded.database)
         await db.open()
         stack.push_async_callback(db.close)
         history = HistoryStore(db)
         await history.setup()
+        memory = await open_memory(db, loaded, client, fresh=fresh)
+        if memory is not None:
+            stack.push_async_callback(memory.stop)
         security = build_security(loaded, resolver=resolver)
         stack.enter_context(redacted_logs(security.redactor))
         tools = build_registry(loaded, security)
@@ -92,6 +100,10 @@ async def open_app(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         )
         if delegate is not None and "delegate" not in config.tools.disabled:
             tools.add(delegate)
+        if memory is not None:
+            for memory_tool in memory_tools(memory):
+                if memory_tool.name not in config.tools.disabled:
+                    tools.add(memory_tool)
         agent = Agent(
             provider=provider,
             tools=gate,
@@ -106,8 +118,9 @@ async def open_app(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
             ),
             workspace=loaded.workspace,
             timezone=loaded.timezone(),
+            memory=memory,
         )
-        yield App(loaded, db, history, tools, gate, security, agent)
+        yield App(loaded, db, history, tools, gate, security, agent, memory)
 
 
 def _sub_agents(

@@ -17,6 +17,7 @@ from pathlib import Path
 from bot import __version__
 from bot.cron.cli import add_cron_commands
 from bot.errors import ConfigError, UserError
+from bot.memory.cli import add_memory_commands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (
-        _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands, _files
+        _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
+        add_memory_commands, _files,
     ):  # fmt: skip
         add(sub, common)
     return parser

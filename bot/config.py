@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 
 from bot.config_base import Section, check_zone
 from bot.config_errors import describe_validation_error
+from bot.config_memory import MemoryConfig
 from bot.config_schedule import CronConfig, HeartbeatConfig
 from bot.config_security import SecurityConfig
 from bot.errors import ConfigError
@@ -152,6 +153,7 @@ class Config(Section):
     security: SecurityConfig = SecurityConfig()
     cron: CronConfig = CronConfig()
     heartbeat: HeartbeatConfig = HeartbeatConfig()
+    memory: MemoryConfig = MemoryConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

@@ -1,10 +1,12 @@
-"""Wiring the scheduler into ``pinclaw run``: jobs, their tools, and the heartbeat."""
+"""Wiring the scheduler into ``pinclaw run``: jobs, their tools, the heartbeat, and the
+daily memory hygiene (old conversation entries pruned, the snapshot written)."""
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
-from datetime import UTC
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+HYGIENE_DELAY_S = 60.0
+
 
 class Scheduling:
     """The APScheduler instance with the job service and the heartbeat on it."""
@@ -38,7 +42,9 @@ class Scheduling:
         service: CronService | None,
         heartbeat: Heartbeat | None,
         heartbeat_s: float,
+        hygiene: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        self._hygiene = hygiene
         self.scheduler = scheduler
         self.service = service
         self.heartbeat = heartbeat
@@ -62,6 +68,16 @@ class Scheduling:
                 misfire_grace_time=None,
             )
             log.info("heartbeat every %.0f s", self._heartbeat_s)
+        if self._hygiene is not None:
+            self.scheduler.add_job(
+                self._clean,
+                IntervalTrigger(days=1),
+                id="memory hygiene",
+                next_run_time=datetime.now(UTC) + timedelta(seconds=HYGIENE_DELAY_S),
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=None,
+            )
 
     async def stop(self, grace_s: float) -> None:
         """Stop firing; let runs in progress deliver within ``grace_s``."""
@@ -69,6 +85,13 @@ class Scheduling:
             await self.service.stop(grace_s)
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+
+    async def _clean(self) -> None:
+        assert self._hygiene is not None
+        try:
+            await self._hygiene()
+        except Exception as exc:
+            log_bug(log, "the memory hygiene job failed", exc)
 
     async def _beat(self) -> None:
         assert self.heartbeat is not None
@@ -121,4 +144,8 @@ async def scheduling(
             workspace=loaded.workspace,
             zone=resolve_timezone(config.heartbeat.timezone or config.general.timezone),
         )
-    return Scheduling(scheduler, service, heartbeat, seconds)
+    hygiene = None
+    if app.memory is not None:
+        memory, snapshot = app.memory, loaded.workspace / config.memory.snapshot_file
+        hygiene = functools.partial(memory.hygiene, snapshot)
+    return Scheduling(scheduler, service, heartbeat, seconds, hygiene)
