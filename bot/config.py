@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 
 from bot.config_base import Section, check_zone
 from bot.config_errors import describe_validation_error
+from bot.config_hardware import HardwareConfig, HomeAssistantConfig
 from bot.config_memory import MemoryConfig
 from bot.config_schedule import CronConfig, HeartbeatConfig
 from bot.config_security import SecurityConfig
@@ -154,6 +155,8 @@ class Config(Section):
     cron: CronConfig = CronConfig()
     heartbeat: HeartbeatConfig = HeartbeatConfig()
     memory: MemoryConfig = MemoryConfig()
+    hardware: HardwareConfig = HardwareConfig()
+    home_assistant: HomeAssistantConfig = HomeAssistantConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

@@ -34,6 +34,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.files",
     "tools.shell",
     "tools.web",
+    "tools.system_info",
 )
 """Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
 

@@ -1,0 +1,1 @@
+"""Hardware access shared by the GPIO, serial and I2C tools."""
