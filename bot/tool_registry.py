@@ -35,6 +35,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.shell",
     "tools.web",
     "tools.system_info",
+    "tools.home_assistant",
 )
 """Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
 
