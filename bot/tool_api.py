@@ -274,7 +274,7 @@ def _container_fields(model: type[BaseModel]) -> frozenset[str]:
     names = set()
     for field_name, info in model.model_fields.items():
         annotation = info.annotation
-        candidates = typing.get_args(annotation) or (annotation,)
+        candidates = (annotation, *typing.get_args(annotation))
         for candidate in candidates:
             origin = typing.get_origin(candidate) or candidate
             if origin in (list, dict, tuple, set) or (

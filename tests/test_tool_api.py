@@ -241,4 +241,5 @@ def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFix
         "shell",
         "http_request",
         "web_fetch",
+        "system_info",
     ]

@@ -1,0 +1,88 @@
+"""Named sensors from ``[hardware.sensors]``: read one and get values with units.
+
+Each reading is one call behind the bus's gate (the whole trigger, wait and
+read sequence), so two readings on one bus never interleave. The drivers with
+the datasheet maths live in ``bme280.py`` and ``sht31.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bot.config_hardware import HardwareConfig, Sensor
+from bot.errors import ToolError
+from bot.hardware import bme280, sht31
+from bot.hardware.i2c import I2cBank, hex_address
+
+if TYPE_CHECKING:
+    from smbus2 import SMBus
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One sensor reading: temperature in °C, relative humidity in %, pressure in hPa."""
+
+    name: str
+    driver: str
+    bus: int
+    address: int
+    temperature_c: float
+    humidity_pct: float
+    pressure_hpa: float | None = None
+
+    def text(self) -> str:
+        """Like ``greenhouse (BME280 at 0x76, bus 1): 21.4 °C, 45.2 %RH, 1008.3 hPa``."""
+        values = [f"{self.temperature_c:.1f} °C", f"{self.humidity_pct:.1f} %RH"]
+        if self.pressure_hpa is not None:
+            values.append(f"{self.pressure_hpa:.1f} hPa")
+        where = f"{self.driver.upper()} at {hex_address(self.address)}, bus {self.bus}"
+        return f"{self.name} ({where}): {', '.join(values)}"
+
+
+class SensorBank:
+    """The configured sensors, read through the shared ``I2cBank`` (and its gates)."""
+
+    def __init__(self, config: HardwareConfig, i2c: I2cBank) -> None:
+        self._sensors = dict(config.sensors)
+        self._i2c = i2c
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The configured sensor names."""
+        return tuple(self._sensors)
+
+    def describe(self, name: str) -> str:
+        """``BME280 at 0x76, bus 1`` for a configured sensor."""
+        sensor = self._sensor(name)
+        return f"{sensor.driver.upper()} at {hex_address(sensor.address)}, bus {sensor.bus}"
+
+    async def read_sensor(self, name: str) -> Reading:
+        """Measure the sensor called ``name`` now."""
+        sensor = self._sensor(name)
+        address = sensor.address
+
+        def work(smbus: SMBus) -> tuple[float, float, float | None]:
+            if sensor.driver == "bme280":
+                values = bme280.measure(smbus, address)
+                return values.temperature_c, values.humidity_pct, values.pressure_hpa
+            sample = sht31.measure(smbus, address)
+            return sample.temperature_c, sample.humidity_pct, None
+
+        temperature, humidity, pressure = await self._i2c.transact(sensor.bus, address, work)
+        return Reading(
+            name=name,
+            driver=sensor.driver,
+            bus=sensor.bus,
+            address=address,
+            temperature_c=temperature,
+            humidity_pct=humidity,
+            pressure_hpa=pressure,
+        )
+
+    def _sensor(self, name: str) -> Sensor:
+        sensor = self._sensors.get(name)
+        if sensor is None:
+            known = ", ".join(self._sensors) or "none"
+            raise ToolError(f"there is no sensor called {name!r}; sensors: {known}")
+        return sensor
