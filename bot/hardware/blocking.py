@@ -48,8 +48,7 @@ class DeviceGate:
             log.warning("%s did not answer within %.0f s", self.name, self._timeout_s)
             self._stuck = work
             raise ToolError(
-                f"{self.name} did not answer within {self._timeout_s:g} s "
-                "(hardware.call_timeout_s)"
+                f"{self.name} did not answer within {self._timeout_s:g} s (hardware.call_timeout_s)"
             ) from None
         finally:
             if work.done():
