@@ -36,7 +36,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.web",
     "tools.system_info",
     "tools.home_assistant",
-    "tools.gpio",  # LOCAL-GPIO-E2E
+    "tools.gpio",
 )
 """Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
 
