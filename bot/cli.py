@@ -17,7 +17,9 @@ from pathlib import Path
 from bot import __version__
 from bot.cron.cli import add_cron_commands
 from bot.errors import ConfigError, UserError
+from bot.hardware.cli import add_hardware_commands
 from bot.memory.cli import add_memory_commands
+from bot.service_cli import add_service_commands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (
         _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
-        add_memory_commands, _files,
+        add_memory_commands, add_hardware_commands, _files, add_service_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser

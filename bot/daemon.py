@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from bot import __version__
+from bot import __version__, systemd
 from bot.access import AccessControl
 from bot.app import App, open_app
 from bot.approvals.approvers import Approvers
@@ -169,18 +169,46 @@ def _load_adapter(name: str, loaded: LoadedConfig) -> Any:
 
 
 async def run_daemon(loaded: LoadedConfig) -> int:
-    """Run until SIGTERM or SIGINT; return the exit code."""
+    """Run until SIGTERM or SIGINT; return the exit code.
+
+    Under systemd (``Type=notify``) it reports READY=1 once every channel is
+    connected (or after ``systemd.READY_TIMEOUT_S``), pings the watchdog if the
+    unit has one, and reports STOPPING=1 when it begins to stop.
+    """
     async with Daemon.open(loaded) as daemon:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await daemon.start()
+        statuses = [channel.status for channel in daemon.channels.values()]
+
+        def status() -> str:
+            return systemd.status_text(statuses, _job_count(daemon))
+
+        ready = asyncio.create_task(systemd.ready_when_connected(statuses, status), name="ready")
+        helpers: list[asyncio.Task[Any]] = [ready]
+        if interval := systemd.watchdog_interval():
+            helpers.append(asyncio.create_task(systemd.watchdog(interval, status), name="watchdog"))
         try:
             await stop.wait()
         finally:
+            systemd.notify("STOPPING=1\nSTATUS=stopping")
+            ready.cancel()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
-            await daemon.stop()
+            try:
+                await daemon.stop()  # the watchdog keeps pinging while turns finish
+            finally:
+                for task in helpers:
+                    task.cancel()
+                await asyncio.gather(*helpers, return_exceptions=True)
     log.info("PinClaw stopped")
     return 0
+
+
+def _job_count(daemon: Daemon) -> int | None:
+    if daemon.scheduling is None or daemon.scheduling.service is None:
+        return None
+    # CronService registers each stored job under its numeric id (retries as "ID:retry").
+    return sum(1 for job in daemon.scheduling.scheduler.get_jobs() if str(job.id).isdigit())
