@@ -13,11 +13,6 @@ from tests.fake_i2c import FakeI2c
 from tests.fake_i2c_chips import BOSCH_EXAMPLE_TRIM, FakeBme280
 
 HARDWARE = {
-    "pin_factory": "mock",
-    "gpio": {
-        "porch_light": {"pin": 17},
-        "door_sensor": {"pin": 27, "kind": "input", "pull_up": True},
-    },
     "i2c": {"buses": [1]},
     "sensors": {
         "greenhouse": {"driver": "bme280", "bus": 1, "address": 0x76},
@@ -40,8 +35,7 @@ async def test_the_report_shows_states_finds_sensors_and_names_what_is_missing(
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert "GPIO (pin factory: mock, simulated)" in out
-    assert "  porch_light      pin 17  output  " in out and "door_sensor      pin 27  input" in out
+    assert "GPIO (pin factory: gpiozero's default)\n  no devices in [hardware.gpio]" in out
     assert "  bus 1: 0x76\n" in out
     assert "  ! shed: nothing at 0x44 on bus 1" in out
     assert "greenhouse (BME280 at 0x76, bus 1): 25.1 °C" in out
@@ -50,15 +44,21 @@ async def test_the_report_shows_states_finds_sensors_and_names_what_is_missing(
     assert out.endswith("2 problem(s) found; see the lines marked !\n")
 
 
-def test_the_command_runs_for_a_new_user_with_mock_pins(tmp_path: Path) -> None:
+def test_the_command_runs_for_a_new_user_on_a_simulated_board(tmp_path: Path) -> None:
     extra = (
         '[hardware]\npin_factory = "mock"\n'
         "[hardware.gpio.porch_light]\npin = 17\n"
+        '[hardware.gpio.door_sensor]\npin = 27\nkind = "input"\npull_up = true\n'
+        "[hardware.i2c]\nbuses = [1]\n"
+        '[hardware.sensors.greenhouse]\ndriver = "bme280"\naddress = 0x76\n'
         '[hardware.serial.bench]\nport = "loop://"\n'
     )
     write_config(tmp_path, local_config("http://127.0.0.1:9", extra))
     done = run(tmp_path, "hardware")
-    assert done.returncode == 0, done.stderr
-    assert "porch_light      pin 17  output" in done.stdout
-    assert "no buses in [hardware.i2c]" in done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "GPIO (pin factory: mock, simulated)" in done.stdout
+    assert "  porch_light      pin 17  output  " in done.stdout
+    assert "  door_sensor      pin 27  input   " in done.stdout
+    assert "  bus 1: 0x76\n" in done.stdout
+    assert "greenhouse (BME280 at 0x76, bus 1, simulated): 21.5 °C, 48.0 %RH" in done.stdout
     assert "Traceback" not in done.stderr

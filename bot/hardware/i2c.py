@@ -81,6 +81,12 @@ class I2cBank:
     def __init__(self, config: HardwareConfig, *, device_path: str = DEVICE_PATH) -> None:
         self._device_path = device_path
         self._addresses = frozenset(config.i2c.addresses)
+        # pin_factory = "mock" simulates the board: a scan finds the configured sensors.
+        self._simulated: dict[int, list[int]] | None = None
+        if config.pin_factory == "mock":
+            self._simulated = {bus: [] for bus in config.i2c.buses}
+            for sensor in config.sensors.values():
+                self._simulated[sensor.bus].append(sensor.address)
         self._gates = {
             bus: DeviceGate(f"I2C bus {bus}", config.call_timeout_s) for bus in config.i2c.buses
         }
@@ -104,6 +110,9 @@ class I2cBank:
 
         Addresses claimed by a kernel driver (``UU`` in i2cdetect) are left out.
         """
+        if self._simulated is not None:
+            self._gate(bus)
+            return sorted(self._simulated.get(bus, []))
         return await self.transact(bus, None, _scan)
 
     async def read(self, bus: int, address: int, register: int, length: int = 1) -> bytes:

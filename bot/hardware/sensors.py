@@ -2,7 +2,9 @@
 
 Each reading is one call behind the bus's gate (the whole trigger, wait and
 read sequence), so two readings on one bus never interleave. The drivers with
-the datasheet maths live in ``bme280.py`` and ``sht31.py``.
+the datasheet maths live in ``bme280.py`` and ``sht31.py``. With
+``pin_factory = "mock"`` the readings are simulated (and say so), so PinClaw
+can be tried on any machine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from smbus2 import SMBus
 
 
+SIMULATED_C, SIMULATED_RH, SIMULATED_HPA = 21.5, 48.0, 1013.2
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     """One sensor reading: temperature in °C, relative humidity in %, pressure in hPa."""
@@ -30,6 +35,7 @@ class Reading:
     temperature_c: float
     humidity_pct: float
     pressure_hpa: float | None = None
+    simulated: bool = False
 
     def text(self) -> str:
         """Like ``greenhouse (BME280 at 0x76, bus 1): 21.4 °C, 45.2 %RH, 1008.3 hPa``."""
@@ -37,6 +43,8 @@ class Reading:
         if self.pressure_hpa is not None:
             values.append(f"{self.pressure_hpa:.1f} hPa")
         where = f"{self.driver.upper()} at {hex_address(self.address)}, bus {self.bus}"
+        if self.simulated:
+            where += ", simulated"
         return f"{self.name} ({where}): {', '.join(values)}"
 
 
@@ -46,6 +54,8 @@ class SensorBank:
     def __init__(self, config: HardwareConfig, i2c: I2cBank) -> None:
         self._sensors = dict(config.sensors)
         self._i2c = i2c
+        # pin_factory = "mock" simulates the whole board, sensors included.
+        self._simulated = config.pin_factory == "mock"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -61,6 +71,11 @@ class SensorBank:
         """Measure the sensor called ``name`` now."""
         sensor = self._sensor(name)
         address = sensor.address
+        if self._simulated:
+            pressure = SIMULATED_HPA if sensor.driver == "bme280" else None
+            return Reading(
+                name, sensor.driver, sensor.bus, address, SIMULATED_C, SIMULATED_RH, pressure, True
+            )
 
         def work(smbus: SMBus) -> tuple[float, float, float | None]:
             if sensor.driver == "bme280":
