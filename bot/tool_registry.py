@@ -37,6 +37,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.system_info",
     "tools.home_assistant",
     "tools.gpio",
+    "tools.serial_port",
+    "tools.i2c",
 )
 """Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
 

@@ -243,3 +243,27 @@ def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFix
         "web_fetch",
         "system_info",
     ]
+
+
+def test_every_hardware_tool_is_offered_once_its_devices_are_declared(tmp_path: Path) -> None:
+    raw = {
+        "provider": {"kind": "ollama", "model": "m"},
+        "hardware": {
+            "pin_factory": "mock",
+            "gpio": {"porch_light": {"pin": 17}, "fan": {"pin": 18, "kind": "pwm"}},
+            "serial": {"arduino": {"port": "loop://"}},
+            "i2c": {"buses": [1], "addresses": [0x50]},
+            "sensors": {"greenhouse": {"driver": "bme280", "address": 0x76}},
+        },
+        "home_assistant": {"url": "http://127.0.0.1:8123", "token": "t", "allow": ["light"]},
+    }
+    loaded = LoadedConfig(parse_config(raw, {}), tmp_path, tmp_path)
+    names = build_registry(loaded, build_security(loaded)).names()
+    hardware = [n for n in names if n.split("_")[0] in {"gpio", "serial", "i2c", "sensor", "ha"}]
+    assert sorted(hardware) == [
+        "gpio_list", "gpio_pulse", "gpio_pwm", "gpio_read", "gpio_write",
+        "ha_call_service", "ha_states",
+        "i2c_read", "i2c_scan", "i2c_write",
+        "sensor_read",
+        "serial_list", "serial_send",
+    ]  # fmt: skip
