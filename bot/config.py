@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
-from bot.config_base import Section, check_zone
+from bot.config_base import Section, check_url, check_zone, empty_is_none
 from bot.config_errors import describe_validation_error
 from bot.config_hardware import HardwareConfig, HomeAssistantConfig
 from bot.config_memory import MemoryConfig
@@ -54,19 +54,8 @@ class ProviderSpec(Section):
     tool_dispatch: Literal["auto", "native", "xml"] = "auto"
     headers: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("base_url")
-    @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
-
-    @field_validator("api_key", mode="before")
-    @classmethod
-    def _empty_key_is_none(cls, value: object) -> object:
-        return None if value == "" else value
+    _check_url = field_validator("base_url")(check_url)
+    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
 
     @property
     def url(self) -> str:

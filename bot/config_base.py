@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
@@ -24,3 +25,17 @@ def check_zone(value: str | None) -> str | None:
             f"expected an IANA timezone name like 'Europe/Lisbon', got {value!r}"
         ) from None
     return value
+
+
+def check_url(value: str | None) -> str | None:
+    """Validate an http(s) URL ("" and None pass: not set); drop a trailing slash."""
+    if not value:
+        return value
+    if not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.rstrip("/")
+
+
+def empty_is_none(value: object) -> object:
+    """A secret written as "" means not set (``mode="before"`` validators)."""
+    return None if value == "" else value

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from bot.config_base import Section
+from bot.config_base import Section, check_url, empty_is_none
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -109,17 +109,8 @@ class HomeAssistantConfig(Section):
     allow: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=10.0, gt=0, le=120)
 
-    @field_validator("token", mode="before")
-    @classmethod
-    def _empty_token_is_none(cls, value: object) -> object:
-        return None if value == "" else value
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        if value and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
+    _empty_token_is_none = field_validator("token", mode="before")(empty_is_none)
+    _check_url = field_validator("url")(check_url)
 
     @model_validator(mode="after")
     def _token_with_url(self) -> HomeAssistantConfig:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from bot.config_base import Section
+from bot.config_base import Section, check_url, empty_is_none
 
 
 class MemoryConfig(Section):
@@ -30,17 +29,8 @@ class MemoryConfig(Section):
     conversation_retention_days: float = Field(default=30.0, gt=0)
     snapshot_file: str = "MEMORY_SNAPSHOT.md"
 
-    @field_validator("embedding_api_key", mode="before")
-    @classmethod
-    def _empty_key_is_none(cls, value: object) -> object:
-        return None if value == "" else value
-
-    @field_validator("embedding_base_url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        if value and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
+    _empty_key_is_none = field_validator("embedding_api_key", mode="before")(empty_is_none)
+    _check_url = field_validator("embedding_base_url")(check_url)
 
     @model_validator(mode="after")
     def _provider_needs_endpoint(self) -> MemoryConfig:
