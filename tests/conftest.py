@@ -1,4 +1,4 @@
-"""Shared fixtures: the fake LLM server and an httpx client."""
+"""Shared fixtures: the fake LLM, Telegram and embeddings servers, and an httpx client."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from tests.adapter_harness import ScriptedInbox
 from tests.fake_embeddings import FakeEmbeddings
 from tests.fake_llm import FakeLLM
+from tests.fake_telegram import FakeTelegram
 
 
 @pytest.fixture
@@ -25,6 +26,13 @@ def home(tmp_path: Path) -> Path:
 def llm() -> Iterator[FakeLLM]:
     """A fake LLM server on 127.0.0.1 speaking all four wire formats."""
     with FakeLLM.running() as server:
+        yield server
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    """The fake Telegram Bot API on 127.0.0.1."""
+    with FakeTelegram.running() as server:
         yield server
 
 

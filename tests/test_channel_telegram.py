@@ -16,7 +16,7 @@ import re
 import socket
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,6 @@ ADA_MESSAGE: dict[str, Any] = {"message_id": 1, "from": ADA, "chat": make_chat(O
 
 def _is_a_channel(channel: TelegramChannel) -> Channel:
     return channel  # mypy checks that the adapter satisfies the port
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 def channel_table(telegram: FakeTelegram, **extra: Any) -> dict[str, Any]:

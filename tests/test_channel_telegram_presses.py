@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -53,13 +53,6 @@ BUTTONS = (
 )
 REQUEST = "🔐 **Approval needed** for **shell**\n`command=mkdir build`\n🟠 medium risk"
 RECORD = "🔐 **Approval needed** for **shell**\n`command=mkdir build`\n\n✅ Allowed once by Ada"
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 def free_port() -> int:

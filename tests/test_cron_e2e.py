@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,6 @@ from tests.fake_telegram import FakeTelegram
 
 OWNER = 7001
 ADA = FakeTelegram.user(OWNER, "Ada", "ada")
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 def telegram_table(telegram: FakeTelegram) -> dict[str, Any]:

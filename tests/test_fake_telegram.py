@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -35,13 +35,6 @@ from tests.fake_telegram import FakeTelegram, parse_html
 App = Application[Any, Any, Any, Any, Any, Any]
 CHAT = 42
 KEYBOARD = InlineKeyboardMarkup([[InlineKeyboardButton("Approve", callback_data="approve:1")]])
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """A fake Telegram server on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 def build_app(telegram: FakeTelegram, token: str | None = None) -> App:

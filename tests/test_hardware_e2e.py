@@ -13,19 +13,18 @@ use (None until then, which shows that nothing touched a pin before approval).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-import pytest
 from gpiozero.pins.mock import MockFactory
 
 from bot.daemon import Daemon
 from bot.hardware.gpio import GpioBank
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
-from tests.fake_telegram import FakeTelegram, SentMessage
+from tests.fake_telegram import FakeTelegram
+from tests.telegram_taps import button, request_in, said, tap
 from tools.gpio import GpioTool
 
 OWNER = 7001
@@ -34,13 +33,6 @@ ADA = FakeTelegram.user(OWNER, "Ada", "ada")
 BEN = FakeTelegram.user(7003, "Ben", "ben")
 HARDWARE = {"pin_factory": "mock", "gpio": {"porch_light": {"pin": 17}}}
 SWITCH_ON = CallTools([("gpio_write", {"device": "porch_light", "on": True})])
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 @asynccontextmanager
@@ -66,31 +58,6 @@ def gpio_bank(daemon: Daemon) -> GpioBank:
     tool = daemon.app.tools.get("gpio_write")
     assert isinstance(tool, GpioTool), "tools.gpio is not in bot.tool_registry.TOOL_MODULES"
     return tool.bank
-
-
-async def request_in(telegram: FakeTelegram, chat: int) -> SentMessage:
-    """The approval request the bot posted in ``chat`` (waited for)."""
-    return await telegram.await_until(
-        lambda: next((m for m in telegram.sent(chat) if m.buttons), None)
-    )
-
-
-def button(request: SentMessage, choice: str) -> str:
-    """The callback data of the request's button for ``choice``."""
-    return next(
-        str(b["callback_data"]) for b in request.buttons if b["callback_data"].endswith(choice)
-    )
-
-
-async def tap(telegram: FakeTelegram, chat: int, user: dict[str, Any], data: str, on: int) -> Any:
-    """A tap on message ``on``; how the tapper was answered (waited for)."""
-    query = telegram.user_presses(chat, user, on, data)["callback_query"]["id"]
-    return await telegram.await_until(lambda: telegram.callback_answer(query))
-
-
-async def said(telegram: FakeTelegram, chat: int, text: str) -> None:
-    """Wait until the bot has said ``text`` in ``chat``."""
-    await telegram.await_until(lambda: any(m.text == text for m in telegram.sent(chat)) or None)
 
 
 async def test_ada_allows_once_and_the_porch_light_goes_on(

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-
-import pytest
 
 from bot.config import load_config
 from bot.config_memory import MemoryConfig
@@ -31,13 +29,6 @@ from tests.fake_telegram import FakeTelegram
 ANA, BEN = 7001, 7002
 USERS = {ANA: FakeTelegram.user(ANA, "Ana", "ana"), BEN: FakeTelegram.user(BEN, "Ben", "ben")}
 COFFEE = "I take my coffee without sugar"
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 def home_config(home: Path, llm: FakeLLM, telegram: FakeTelegram, memory: str = "") -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from bot.daemon import Daemon
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram, SentMessage
+from tests.telegram_taps import button, request_in, said, tap
 
 OWNER = 7001
 GROUP = -1001234567
@@ -30,13 +31,6 @@ ADA = FakeTelegram.user(OWNER, "Ada", "ada")
 BEN = FakeTelegram.user(7003, "Ben", "ben")
 ACTION_ID = re.compile(r"^ap:([A-Za-z0-9_-]{16}):(once|always|deny)$")
 MKDIR = CallTools([("shell", {"command": "mkdir build"})])
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    """The fake Bot API on 127.0.0.1."""
-    with FakeTelegram.running() as server:
-        yield server
 
 
 @asynccontextmanager
@@ -66,31 +60,11 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path / "state" / "workspace"
 
 
-async def request_in(telegram: FakeTelegram, chat: int) -> SentMessage:
-    """The approval request the bot posted in ``chat`` (waited for)."""
-    return await telegram.await_until(
-        lambda: next((m for m in telegram.sent(chat) if m.buttons), None)
-    )
-
-
-def button(request: SentMessage, choice: str) -> str:
-    """The callback data of the request's button for ``choice``."""
-    return next(
-        str(b["callback_data"]) for b in request.buttons if b["callback_data"].endswith(choice)
-    )
-
-
 def approval_id(request: SentMessage) -> str:
     """The request's id, as its buttons carry it."""
     match = ACTION_ID.match(button(request, "once"))
     assert match is not None
     return match.group(1)
-
-
-async def tap(telegram: FakeTelegram, chat: int, user: dict[str, Any], data: str, on: int) -> Any:
-    """A tap on message ``on``; how the tapper was answered (waited for)."""
-    query = telegram.user_presses(chat, user, on, data)["callback_query"]["id"]
-    return await telegram.await_until(lambda: telegram.callback_answer(query))
 
 
 async def closed(telegram: FakeTelegram, chat: int, request: SentMessage) -> SentMessage:
@@ -101,11 +75,6 @@ async def closed(telegram: FakeTelegram, chat: int, request: SentMessage) -> Sen
         return now if now.edits and not now.buttons else None
 
     return await telegram.await_until(record)
-
-
-async def said(telegram: FakeTelegram, chat: int, text: str) -> None:
-    """Wait until the bot has said ``text`` in ``chat``."""
-    await telegram.await_until(lambda: any(m.text == text for m in telegram.sent(chat)) or None)
 
 
 async def test_only_the_approver_allows_and_the_request_becomes_a_record(
