@@ -75,6 +75,7 @@ class CronService:
         interrupted = await self._store.interrupt_running()
         if interrupted:
             log.warning("%d job run(s) were interrupted by the last stop", interrupted)
+        await self._store.prune_runs()
         await self._catch_up()
         await self.sync()
         self._spawn(self._watch(), "cron watch")

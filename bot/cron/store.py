@@ -71,6 +71,7 @@ _JOB_COLUMNS = (
 )
 _RUN_COLUMNS = "id, job_id, scheduled_for, started_at, ended_at, status, summary"
 _SUMMARY_CHARS = 500
+RUNS_KEPT = 100  # per job: enough history to see a pattern, never an ever-growing table
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +228,17 @@ class CronStore:
                 "UPDATE cron_runs SET status = 'interrupted', ended_at = ?, "
                 "summary = 'PinClaw stopped during this run' WHERE status = 'running'",
                 (time.time(),),
+            )
+        return cursor.rowcount
+
+    async def prune_runs(self, keep: int = RUNS_KEPT) -> int:
+        """Keep only the newest ``keep`` runs of each job; returns how many went."""
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM cron_runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() "
+                "OVER (PARTITION BY job_id ORDER BY id DESC) AS newest FROM cron_runs) "
+                "WHERE newest > ?)",
+                (keep,),
             )
         return cursor.rowcount
 
