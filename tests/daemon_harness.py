@@ -23,6 +23,7 @@ from typing import Any
 from bot.config import LoadedConfig, parse_config
 from bot.daemon import Daemon
 from tests.fake_llm import FakeLLM
+from tests.fake_telegram import FakeTelegram
 
 PINCLAW = Path(sys.executable).parent / "pinclaw"
 
@@ -72,6 +73,26 @@ async def running_daemon(
     async with Daemon.open(loaded) as daemon:
         await daemon.start()
         yield daemon
+
+
+def telegram_run_config(llm: FakeLLM, telegram: FakeTelegram, owner: int) -> str:
+    """A config file for ``pinclaw run`` against the fake LLM and the fake Telegram."""
+    return f"""
+[provider]
+kind = "openai"
+model = "fake"
+base_url = "{llm.url}/v1"
+max_retries = 0
+
+[daemon]
+shutdown_grace_s = 0.5
+
+[channels.telegram]
+token = "{telegram.token}"
+api_base_url = "{telegram.url}"
+allowed_users = ["{owner}"]
+poll_timeout_s = 1
+"""
 
 
 class DaemonProcess:

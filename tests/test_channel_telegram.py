@@ -30,7 +30,7 @@ from bot.daemon import Daemon
 from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
 from channels.telegram import TelegramChannel
 from channels.telegram_webhook import SECRET_HEADER
-from tests.daemon_harness import PINCLAW, DaemonProcess, running_daemon
+from tests.daemon_harness import PINCLAW, DaemonProcess, running_daemon, telegram_run_config
 from tests.fake_llm import FakeLLM, Say, Stall
 from tests.fake_telegram import Call, FakeTelegram, make_chat, parse_html, utf16_len
 
@@ -491,30 +491,10 @@ async def test_buttons_and_permanent_errors_of_direct_sends(
 # -- pinclaw run ------------------------------------------------------------------------------
 
 
-def config_toml(llm: FakeLLM, telegram: FakeTelegram) -> str:
-    """A config file for ``pinclaw run`` against the fakes."""
-    return f"""
-[provider]
-kind = "openai"
-model = "fake"
-base_url = "{llm.url}/v1"
-max_retries = 0
-
-[daemon]
-shutdown_grace_s = 0.5
-
-[channels.telegram]
-token = "{telegram.token}"
-api_base_url = "{telegram.url}"
-allowed_users = ["{OWNER}"]
-poll_timeout_s = 1
-"""
-
-
 def test_pinclaw_run_answers_exactly_once_across_a_kill(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
 ) -> None:
-    home, config = tmp_path / "home", config_toml(llm, telegram)
+    home, config = tmp_path / "home", telegram_run_config(llm, telegram, OWNER)
     llm.queue(Stall(2.0, Say("never delivered")), Say("Here is your answer."))
     first = DaemonProcess(home, config).start()
     try:

@@ -35,7 +35,7 @@ from bot.channel import ChannelStatus
 from bot.cli import main
 from bot.service_cli import read_template, render_unit
 from tests.cli_helpers import PINCLAW, local_config, one_line, run, write_config
-from tests.daemon_harness import DaemonProcess
+from tests.daemon_harness import DaemonProcess, telegram_run_config
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 
@@ -260,25 +260,6 @@ def refuse_write_execute(folder: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(folder)}
 
 
-def run_config(llm: FakeLLM, telegram: FakeTelegram) -> str:
-    return f"""
-[provider]
-kind = "openai"
-model = "fake"
-base_url = "{llm.url}/v1"
-max_retries = 0
-
-[daemon]
-shutdown_grace_s = 0.5
-
-[channels.telegram]
-token = "{telegram.token}"
-api_base_url = "{telegram.url}"
-allowed_users = ["7001"]
-poll_timeout_s = 1
-"""
-
-
 def test_pinclaw_run_is_ready_once_connected_pings_the_watchdog_and_says_stopping(
     tmp_path: Path, llm: FakeLLM
 ) -> None:
@@ -288,7 +269,8 @@ def test_pinclaw_run_is_ready_once_connected_pings_the_watchdog_and_says_stoppin
         env |= refuse_write_execute(tmp_path / "mdwe")
     with FakeTelegram.running() as telegram:
         telegram.stall_polls(True)  # Telegram does not answer yet: the channel is not up
-        daemon = DaemonProcess(tmp_path / "home", run_config(llm, telegram), env).start()
+        config = telegram_run_config(llm, telegram, owner=7001)
+        daemon = DaemonProcess(tmp_path / "home", config, env).start()
         try:
             early = receiver.wait_for(lambda m: count(m, "WATCHDOG=1") >= 2)
             assert count(early, "READY=1") == 0
