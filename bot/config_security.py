@@ -14,6 +14,7 @@ from pydantic import Field
 from bot.config_base import Section
 
 Autonomy = Literal["readonly", "supervised", "full"]
+ShellSandbox = Literal["auto", "required", "off"]
 
 DEFAULT_FORBIDDEN_PATHS = [
     "/etc",
@@ -29,6 +30,26 @@ DEFAULT_FORBIDDEN_PATHS = [
     "~/.config",
     "~/.netrc",
     "~/.pinclaw",
+    "~/.gitconfig",
+    "~/.git-credentials",
+    "~/.npmrc",
+    "~/.yarnrc",
+    "~/.pypirc",
+    "~/.docker",
+    "~/.kube",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.vault-token",
+    "~/.azure",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.python_history",
 ]
 
 
@@ -42,6 +63,7 @@ class SecurityConfig(Section):
     extra_roots: list[str] = Field(default_factory=list)
     forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
     file_max_bytes: int = Field(default=1024 * 1024, ge=1024)
+    shell_sandbox: ShellSandbox = "auto"
     shell_allowlist: list[str] = Field(default_factory=list)
     shell_env_passthrough: list[str] = Field(default_factory=list)
     shell_timeout_s: float = Field(default=60.0, gt=0)

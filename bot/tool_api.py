@@ -124,8 +124,10 @@ class Tool:
         assess: AssessFunction | None = None,
         timeout_s: float | None = None,
         approval_fields: tuple[str, ...] | None = None,
+        approval_key: Callable[[BaseModel], str] | None = None,
     ) -> None:
         self.approval_fields = approval_fields
+        self.approval_key = approval_key
         self.func = func
         self.name = name or func.__name__
         self.description = description or inspect.cleandoc(func.__doc__ or "").strip()
@@ -218,6 +220,7 @@ def tool(
     timeout_s: float | None = None,
     description: str | None = None,
     approval_fields: tuple[str, ...] | None = None,
+    approval_key: Callable[[BaseModel], str] | None = None,
 ) -> Callable[[ToolFunction], Tool]:
     """Decorator: turn a typed async function into a ``Tool``.
 
@@ -225,7 +228,9 @@ def tool(
     call instead (a shell command line, a path). ``effect`` says what it does to
     the world; ``untrusted_output`` marks output that may contain someone else's
     instructions (web pages, files, command output). ``approval_fields`` name the
-    arguments an "always allow" rule is narrowed to (default: all of them).
+    arguments an "always allow" rule is narrowed to (default: all of them), and
+    ``approval_key(values)`` may give the rule's exact text instead (the shell
+    tool's is the command's tokens, so only the same argv shape matches).
     """
 
     def wrap(func: ToolFunction) -> Tool:
@@ -239,6 +244,7 @@ def tool(
             assess=assess,
             timeout_s=timeout_s,
             approval_fields=approval_fields,
+            approval_key=approval_key,
         )
 
     return wrap

@@ -7,6 +7,7 @@ in-process channel that shows requests and records their edits.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -190,8 +191,9 @@ async def test_always_creates_a_narrow_durable_rule(
     assert "mkdir  dist" in d.channel.posted[1][1] or "mkdir dist" in d.channel.posted[1][1]
     assert await d.press("2", "deny") == "Denied."
     rules = await ApprovalStore(d.app.db).rules()
-    assert [(r.tool, r.rule_key, r.created_by) for r in rules] == [
-        ("shell", '{"command": "mkdir build"}', "Ana")
+    words = [["word", w, False, False, False] for w in ("mkdir", "build")]
+    assert [(r.tool, json.loads(r.rule_key), r.created_by) for r in rules] == [
+        ("shell", {"command": words}, "Ana")
     ]
 
 

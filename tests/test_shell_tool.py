@@ -77,21 +77,6 @@ async def wait_until_gone(pid: int, within_s: float = 10.0) -> bool:
     return gone(pid)
 
 
-def pid_in(path: Path) -> int | None:
-    """The pid a command wrote to ``path``, once it has."""
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text else None
-
-
-async def read_pid(path: Path, within_s: float = 10.0) -> int:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if (pid := await asyncio.to_thread(pid_in, path)) is not None:
-            return pid
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} was never written")
-
-
 def test_the_tool_is_declared_as_a_shell_tool(registry: ToolRegistry, ctx: ToolContext) -> None:
     shell = registry.get("shell")
     assert shell is not None
@@ -154,25 +139,55 @@ async def test_stdin_is_closed(registry: ToolRegistry, ctx: ToolContext) -> None
     assert result.output.splitlines()[1:] == ["read=1"]
 
 
+def pids_running(marker: str) -> list[int]:
+    """Host pids of live processes whose command line holds ``marker`` (any namespace)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline.split(b"\0")[-2:] and not gone(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+async def wait_for_pids(marker: str, within_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if pids := await asyncio.to_thread(pids_running, marker):
+            return pids
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no process with {marker!r} ever ran")
+
+
+SANDBOX_MODES = pytest.mark.parametrize("mode", ["auto", "off"], ids=["sandbox", "no-sandbox"])
+
+
+@SANDBOX_MODES
 async def test_a_timeout_stops_the_whole_process_group(
-    registry: ToolRegistry, ctx: ToolContext, workspace: Path
+    tmp_path: Path, ctx: ToolContext, mode: str
 ) -> None:
+    registry = make_registry(tmp_path, shell_timeout_s=20, shell_sandbox=mode)
     # A grandchild that ignores SIGTERM too, so the SIGKILL that follows is needed.
     command = (
-        "sh -c 'trap \"\" TERM; echo $$ > stubborn.pid; while :; do sleep 1; done' & "
-        "sleep 300 & echo $! > sleeper.pid; echo started; wait"
+        "sh -c 'trap \"\" TERM; while :; do sleep 1; done' stubborn-7f3a & "
+        "sleep 300.1731 & echo started; wait"
     )
     started = time.monotonic()
-    result = await run(registry, ctx, command, timeout_s=1)
-    assert time.monotonic() - started < 8
+    call = asyncio.create_task(run(registry, ctx, command, timeout_s=2))
+    pids = await wait_for_pids("stubborn-7f3a") + await wait_for_pids("300.1731")
+    result = await call
+    assert time.monotonic() - started < 9
     assert not result.ok
     assert result.error is not None
-    assert "did not finish within 1 s" in result.error
+    assert "did not finish within 2 s" in result.error
     assert result.output.startswith("stopped after")
     assert "started" in result.output
-    for name in ("stubborn.pid", "sleeper.pid"):
-        pid = await read_pid(workspace / name)
-        assert await wait_until_gone(pid), f"{name}: process {pid} survived the timeout"
+    for pid in pids:
+        assert await wait_until_gone(pid), f"process {pid} survived the timeout"
 
 
 async def test_the_configured_limit_caps_a_longer_requested_timeout(
@@ -185,25 +200,32 @@ async def test_the_configured_limit_caps_a_longer_requested_timeout(
     assert time.monotonic() - started < 8
 
 
+@SANDBOX_MODES
 async def test_background_processes_do_not_outlive_the_command(
-    registry: ToolRegistry, ctx: ToolContext, workspace: Path
+    tmp_path: Path, ctx: ToolContext, mode: str
 ) -> None:
-    result = await run(registry, ctx, "sleep 300 & echo $! > bg.pid; echo left it running")
+    registry = make_registry(tmp_path, shell_timeout_s=20, shell_sandbox=mode)
+    call = asyncio.create_task(run(registry, ctx, "sleep 300.2417 & echo left it; sleep 0.5"))
+    pids = await wait_for_pids("300.2417")
+    result = await call
     assert result.ok
     assert result.output.startswith("exit code 0")
-    pid = await read_pid(workspace / "bg.pid")
-    assert await wait_until_gone(pid)
+    for pid in pids:
+        assert await wait_until_gone(pid)
 
 
+@SANDBOX_MODES
 async def test_a_cancelled_call_stops_the_process_group(
-    registry: ToolRegistry, ctx: ToolContext, workspace: Path
+    tmp_path: Path, ctx: ToolContext, mode: str
 ) -> None:
-    call = asyncio.create_task(run(registry, ctx, "sleep 300 & echo $! > c.pid; wait"))
-    pid = await read_pid(workspace / "c.pid")
+    registry = make_registry(tmp_path, shell_timeout_s=20, shell_sandbox=mode)
+    call = asyncio.create_task(run(registry, ctx, "sleep 300.3517 & wait"))
+    pids = await wait_for_pids("300.3517")
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    assert await wait_until_gone(pid)
+    for pid in pids:
+        assert await wait_until_gone(pid)
 
 
 async def test_oversized_output_is_capped_and_the_drop_counted(

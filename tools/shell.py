@@ -1,59 +1,114 @@
 """The ``shell`` tool: run one command line with ``/bin/sh`` in the workspace, bounded.
 
-Every call is rated first by ``bot.security.shell_risk.classify`` (the tool's
-``assess``), so the policy gate sees each segment, substitution and path of the
-line. When it runs, the command gets a scrubbed environment (no tokens or API
-keys), no stdin, its own process group, a time limit that stops the whole group
-(children and grandchildren too), and a cap on the output kept. Stdout and
-stderr are merged into one stream so the model reads them in the order a
-terminal would show them; the exit code comes first, so it survives any later
-truncation. A non-zero exit code is an ordinary result, not a tool failure.
+Every call is rated first by ``bot.security.shell_risk.examine`` (the tool's
+``assess``), so the policy gate sees each segment, substitution, path and host
+of the line. Where the kernel offers one, the command then runs inside the
+bubblewrap sandbox (``bot.security.sandbox``): its own namespaces, the
+workspace writable, secrets not mounted, and no network unless the call
+needed a person's approval (or the owner chose ``full`` autonomy or
+``auto_approve``); without it the classifier is stricter. Either way the
+command gets a scrubbed environment (no tokens or API keys), no stdin, a time
+limit that stops every process it started, and a cap on the output kept
+(``tools.shell_process``). A non-zero exit code is an ordinary result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
+import json
+import logging
 import os
-import signal
-import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from bot.config import LoadedConfig
-from bot.config_security import SecurityConfig
-from bot.errors import Refused, ToolError
-from bot.security.paths import PathGuard
+from bot.errors import ConfigError, Refused, ToolError
+from bot.security.net_addresses import Allowlist
+from bot.security.sandbox import (
+    Sandbox,
+    SandboxLayout,
+    SandboxMode,
+    find_sandbox,
+    hidden_for,
+)
+from bot.security.shell_lexer import ShellSyntaxError, shape
 from bot.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
+from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
 
 if TYPE_CHECKING:
     from bot.security.kit import SecurityKit
+    from bot.security.shell_risk import LineVerdict
+
+log = logging.getLogger(__name__)
 
 SHELL = "/bin/sh"
 KEPT_VARIABLES = frozenset({"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR"})
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-STOP_GRACE_S = 2.0  # between SIGTERM and SIGKILL
-POLL_S = 0.05
-DRAIN_S = 0.5  # how long output is still read after the shell itself exited
-CHUNK = 64 * 1024
 
 
 def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
-    """The ``shell`` tool, bound to the kit's path guard and shell settings."""
-    return shell_tools(security.paths, security.config)
+    """The ``shell`` tool, bound to the kit's guards, its settings and the sandbox."""
+    if "shell" in loaded.config.tools.disabled:
+        return []
+    config = security.config
+    guard = security.paths
+    layout = SandboxLayout(
+        workspace=guard.workspace,
+        writable=guard.roots[1:],
+        hidden=hidden_for(
+            [Path(place) for place in guard.forbidden], loaded.data_dir, loaded.path, guard.home
+        ),
+        home=guard.home,
+    )
+    sandbox = _sandbox(layout, config.shell_sandbox)
+    return shell_tools(security, sandbox)
 
 
-def shell_tools(guard: PathGuard, config: SecurityConfig) -> list[Tool]:
-    """The ``shell`` tool judging paths with ``guard`` and limited by ``config``."""
+@functools.cache
+def _sandbox(layout: SandboxLayout, mode: SandboxMode) -> Sandbox | None:
+    """Find the sandbox once per layout, and say once what commands will run in."""
+    check = find_sandbox(layout, mode)
+    if mode == "off":
+        log.info("shell commands run without the kernel sandbox: %s", check.summary)
+    elif check.sandbox is not None:
+        log.info("shell commands run in the kernel sandbox: %s", check.summary)
+    elif mode == "required":
+        raise ConfigError(
+            f'security.shell_sandbox is "required", but {check.summary}; install bubblewrap '
+            'or set shell_sandbox = "auto"'
+        )
+    else:
+        log.warning(
+            "shell commands run WITHOUT the kernel sandbox: %s; commands that run scripts or "
+            "use the network will ask for approval first",
+            check.summary,
+        )
+    return check.sandbox
+
+
+def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
+    """The ``shell`` tool judging with ``security`` and running in ``sandbox`` (if any)."""
+    config, guard = security.config, security.paths
+    hosts = Allowlist(config.allowed_hosts)
+
+    def examine(ctx: ToolContext, command: str) -> LineVerdict:
+        from bot.security.shell_risk import examine  # loaded on the first shell call
+
+        return examine(
+            command,
+            guard=guard,
+            allowlist=config.shell_allowlist,
+            cwd=ctx.workspace,
+            sandboxed=sandbox is not None,
+            hosts=hosts,
+        )
 
     def assess(ctx: ToolContext, command: str, timeout_s: int | None = None) -> Assessment:
-        from bot.security.shell_risk import classify  # loaded on the first shell call
-
-        return classify(command, guard=guard, allowlist=config.shell_allowlist, cwd=ctx.workspace)
+        return examine(ctx, command).assessment
 
     # The registry's own timeout must leave room for stopping the process group.
     @tool(
@@ -63,6 +118,7 @@ def shell_tools(guard: PathGuard, config: SecurityConfig) -> list[Tool]:
         assess=assess,
         timeout_s=config.shell_timeout_s + 2 * STOP_GRACE_S + DRAIN_S + 5,
         approval_fields=("command",),
+        approval_key=rule_key,
     )
     async def shell(
         ctx: ToolContext,
@@ -79,15 +135,31 @@ def shell_tools(guard: PathGuard, config: SecurityConfig) -> list[Tool]:
         stopped when the command ends, and a command running past its time limit is
         stopped. Risky commands need a person's approval or are refused.
         """
-        verdict = assess(ctx, command)
-        if verdict.forbidden:  # the gate refuses these first; never run one regardless
-            raise Refused(f"refused: {verdict.reason}")
+        verdict = examine(ctx, command)
+        if verdict.assessment.forbidden:  # the gate refuses these first; never run one
+            raise Refused(f"refused: {verdict.assessment.reason}")
+        # Only a call someone approved (or the owner's autonomy let through) reaches
+        # the network; what runs without asking never does.
+        network = verdict.assessment.risk != "low"
+        if network:
+            for host, port in verdict.hosts:
+                try:
+                    await security.net.addresses(host, port)
+                except Refused as exc:
+                    raise Refused(f"refused: the command names {host}: {exc}") from None
+                except ToolError:
+                    pass  # an unknown name: the command will say so itself
         limit = (
             config.shell_timeout_s if timeout_s is None else min(timeout_s, config.shell_timeout_s)
         )
         env = scrubbed_environment(os.environ, config.shell_env_passthrough)
+        argv = [SHELL, "-c", command]
+        if sandbox is not None:
+            env["TMPDIR"] = "/tmp"  # the host's may not be mounted; the sandbox's is empty
+            await asyncio.to_thread(ctx.workspace.mkdir, parents=True, exist_ok=True)
+            argv = sandbox.command(argv, cwd=ctx.workspace, network=network)
         outcome = await run_command(
-            command,
+            argv,
             cwd=ctx.workspace,
             env=env,
             limit_s=limit,
@@ -102,6 +174,16 @@ def shell_tools(guard: PathGuard, config: SecurityConfig) -> list[Tool]:
     return [shell]
 
 
+def rule_key(values: BaseModel) -> str:
+    """An "always allow" rule's key: the command's argv shape (its exact text if unreadable)."""
+    command = str(values.model_dump()["command"])
+    try:
+        found: object = shape(command)
+    except ShellSyntaxError:
+        found = command
+    return json.dumps({"command": found}, ensure_ascii=False, separators=(",", ":"))
+
+
 def scrubbed_environment(source: Mapping[str, str], passthrough: Collection[str]) -> dict[str, str]:
     """The variables a command may see: the harmless basics and the configured extras."""
     env = {
@@ -111,179 +193,3 @@ def scrubbed_environment(source: Mapping[str, str], passthrough: Collection[str]
     }
     env.setdefault("PATH", DEFAULT_PATH)
     return env
-
-
-@dataclass(slots=True)
-class Capture:
-    """Output kept from a stream: its first and last ``max_bytes / 2``, and the total."""
-
-    max_bytes: int
-    head: bytearray = field(default_factory=bytearray)
-    tail: bytearray = field(default_factory=bytearray)
-    total: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        """Keep what fits; the middle of an oversized stream is only counted."""
-        self.total += len(chunk)
-        room = self.max_bytes // 2 - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > 2 * self._tail_size:  # trim now and then, not on every chunk
-            del self.tail[: -self._tail_size]
-
-    @property
-    def _tail_size(self) -> int:
-        return self.max_bytes - self.max_bytes // 2
-
-    @property
-    def dropped(self) -> int:
-        """How many bytes (from the middle) were not kept."""
-        return self.total - len(self.head) - min(len(self.tail), self._tail_size)
-
-    def text(self) -> str:
-        """The kept output as text, with a marker where the middle was dropped."""
-        head = self.head.decode("utf-8", errors="replace")
-        tail = bytes(self.tail[-self._tail_size :]).decode("utf-8", errors="replace")
-        if not self.dropped:
-            return head + tail
-        return f"{head}\n…[{self.dropped} bytes of output dropped here]…\n{tail}"
-
-
-@dataclass(slots=True)
-class Outcome:
-    """How a command ended and what it printed."""
-
-    returncode: int | None
-    timed_out: bool
-    seconds: float
-    output: Capture
-
-    def render(self) -> str:
-        """The result text: a status line first, then the output."""
-        if self.timed_out:
-            status = f"stopped after {self.seconds:.1f} s (time limit)"
-        elif self.returncode is not None and self.returncode < 0:
-            status = f"killed by signal {-self.returncode} after {self.seconds:.1f} s"
-        else:
-            status = f"exit code {self.returncode} ({self.seconds:.1f} s)"
-        if self.output.dropped:
-            status += (
-                f"; output was {self.output.total} bytes, {self.output.dropped} bytes "
-                "in the middle were dropped"
-            )
-        body = self.output.text()
-        return f"{status}\n{body}" if body else f"{status}\n(no output)"
-
-
-async def run_command(
-    command: str, *, cwd: Path, env: Mapping[str, str], limit_s: float, max_bytes: int
-) -> Outcome:
-    """Run ``command`` with ``/bin/sh -c`` in its own session; stop the group at the limit."""
-    started = time.monotonic()
-    try:
-        await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
-        proc = await asyncio.create_subprocess_exec(
-            SHELL,
-            "-c",
-            command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"the command could not be started: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL byte, which no command line can hold
-        raise ToolError("the command contains a NUL byte and cannot be run") from None
-    capture = Capture(max_bytes)
-    assert proc.stdout is not None
-    reader = asyncio.create_task(_drain(proc.stdout, capture), name=f"shell-output-{proc.pid}")
-    timed_out = False
-    try:
-        try:
-            async with asyncio.timeout(limit_s):
-                await _exited(proc, reader)
-        except TimeoutError:
-            timed_out = True
-        seconds = time.monotonic() - started
-        if not timed_out:  # background processes may still hold the pipe open
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader), DRAIN_S)
-        await stop_group(proc)
-        with contextlib.suppress(TimeoutError):  # a process that left the group may hold it
-            await asyncio.wait_for(asyncio.shield(reader), STOP_GRACE_S)
-    finally:
-        if proc.returncode is None:  # cancelled: nothing may outlive the call
-            _signal_group(proc.pid, signal.SIGKILL)
-        reader.cancel()  # done by now, or held open by a process that left the group
-    return Outcome(proc.returncode, timed_out, seconds, capture)
-
-
-async def _exited(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-    """Wait for the shell itself to exit.
-
-    ``Process.wait`` also waits until the output pipe closes, which a process left
-    in the background keeps open; ``returncode`` is set as soon as the shell exits.
-    """
-    while proc.returncode is None and not reader.done():
-        await asyncio.wait([reader], timeout=POLL_S)
-    if proc.returncode is None:
-        await proc.wait()
-
-
-async def _drain(stream: asyncio.StreamReader, capture: Capture) -> None:
-    """Read to the end, keeping what fits: the child never blocks on a full pipe."""
-    while chunk := await stream.read(CHUNK):
-        capture.add(chunk)
-
-
-async def stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, SIGKILL whatever is left after a grace, and reap."""
-    if _signal_group(proc.pid, signal.SIGTERM):
-        # Nothing signals a group's end, so poll for it; the grace bounds the wait.
-        for _ in range(round(STOP_GRACE_S / POLL_S)):
-            if not await asyncio.to_thread(_group_alive, proc.pid):
-                break
-            await asyncio.sleep(POLL_S)
-        _signal_group(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Send ``sig`` to the group; False when the group is already gone."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of the group still runs; zombies awaiting their reaper do not count."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True  # no /proc to look closer: assume the worst
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
-                return True
-    return False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from bot.approvals.store import ApprovalStore
@@ -28,7 +27,7 @@ async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> 
             print("No always-allow rules.")
         for rule in rules:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rule.created_at))
-            pattern = ", ".join(f"{k}={v}" for k, v in json.loads(rule.rule_key).items())
+            pattern = rule.summary.replace("\n", "\\n")  # what the approver saw, on one line
             print(f"#{rule.id}  {rule.tool}  {pattern}  (by {rule.created_by}, {when})")
     finally:
         await db.close()

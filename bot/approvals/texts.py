@@ -97,12 +97,12 @@ def decision_line(status: str, by: str, when: datetime, zone: ZoneInfo, rule: in
 
 
 def _code(summary: str) -> str:
-    """The call's arguments as code; a fence when they hold backticks themselves."""
+    """The call's arguments as code: a block when they span lines or hold backticks."""
     if len(summary) > _SHOWN:
         summary = summary[: _SHOWN - 1] + "…"
-    if "`" not in summary:
+    if "`" not in summary and "\n" not in summary:
         return f"`{summary}`"
-    longest = max(len(run) for run in re.findall(r"`+", summary))
+    longest = max((len(run) for run in re.findall(r"`+", summary)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{summary}\n{fence}"
 

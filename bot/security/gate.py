@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -190,16 +191,12 @@ class PolicyGate:
 
 
 def approval_key(prepared: PreparedCall) -> str:
-    """What an "always allow" rule for this call covers: its approval fields, normalised.
-
-    Strings are compared with their whitespace collapsed, so ``ls  -la`` and
-    ``ls -la`` are the same command; everything else must match exactly.
-    """
+    """What an "always allow" rule for this call covers: the tool's own key, or its
+    approval fields exactly as given (a path with two spaces is another path)."""
+    if prepared.tool.approval_key is not None:
+        return prepared.tool.approval_key(prepared.values)
     fields = prepared.tool.approval_fields or tuple(type(prepared.values).model_fields)
-    values: dict[str, Any] = {}
-    for name in fields:
-        value = getattr(prepared.values, name)
-        values[name] = " ".join(value.split()) if isinstance(value, str) else value
+    values = {name: getattr(prepared.values, name) for name in fields}
     return json.dumps(values, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -216,15 +213,30 @@ def summarize(
     whole: tuple[str, ...] = (),
     whole_width: int = 1500,
 ) -> str:
-    """The arguments in one readable line, long values shortened, secrets masked.
+    """The arguments readably, long values shortened, secrets masked.
 
     Fields in ``whole`` (what an approver decides on, such as a shell command)
-    are shortened only past ``whole_width``, so a request shows the whole call.
+    are shown exactly, newlines included, and shortened only past
+    ``whole_width``; characters that would hide or disguise text (carriage
+    returns, escapes, direction overrides) are shown as escapes. Other values
+    are folded onto one line.
     """
     parts = []
     for key, value in redactor.arguments(arguments).items():
         text = value if isinstance(value, str) else repr(value)
-        text = " ".join(text.split())
+        text = visible(text) if key in whole else " ".join(text.split())
         limit = whole_width if key in whole else width
         parts.append(f"{key}={text[: limit - 1] + '…' if len(text) > limit else text}")
     return ", ".join(parts)
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that could hide part of it escaped (not newlines)."""
+    return "".join(
+        char
+        if char in "\n\t" or (char.isprintable() and unicodedata.category(char) != "Cf")
+        else repr(char)[1:-1]
+        if ord(char) < 0x10000
+        else f"\\U{ord(char):08x}"
+        for char in text
+    )

@@ -45,6 +45,13 @@ class SecurityKit:
         return self._make_net()
 
 
+def own_files(loaded: LoadedConfig) -> list[str]:
+    """PinClaw's own state, forbidden whatever the config lists: the data folder (but for
+    the workspace inside it), the config file and the secrets file next to it."""
+    config = loaded.path.expanduser().absolute()
+    return [str(loaded.data_dir), str(config), str(config.parent / "pinclaw.env")]
+
+
 def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) -> SecurityKit:
     """The kit for ``loaded``; ``resolver`` replaces DNS (tests point names at fakes)."""
     config = loaded.config.security
@@ -67,7 +74,7 @@ def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         paths=PathGuard(
             loaded.workspace,
             extra_roots=[Path(p).expanduser() for p in config.extra_roots],
-            forbidden=config.forbidden_paths,
+            forbidden=[*config.forbidden_paths, *own_files(loaded)],
         ),
         redactor=Redactor(config_secrets(loaded.config)),
         make_net=make_net,

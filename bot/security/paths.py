@@ -77,6 +77,15 @@ class PathGuard:
             "the workspace" if not extra else "the workspace and the other allowed folders"
         )
 
+    @property
+    def forbidden(self) -> tuple[str, ...]:
+        """The forbidden places as absolute paths (each as written and with links resolved)."""
+        return tuple(self._forbidden)
+
+    def absolute(self, raw: str, base: Path | None = None) -> str:
+        """``raw`` as a normalised absolute path (``~`` expanded), without touching the disk."""
+        return os.path.normpath(self._absolute(raw, base))
+
     def check(self, raw: str, *, must_exist: bool = False) -> Path:
         """The resolved absolute path for ``raw``, or ``PathRefused`` saying why not."""
         lexical, resolved, exists = self._locate(raw, None)

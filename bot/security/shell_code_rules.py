@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from bot.security.shell_git import package_manager
 from bot.security.shell_lexer import Word
-from bot.security.shell_rules import RULES, Rule, package_manager, positional, rule
+from bot.security.shell_network import contacts
+from bot.security.shell_rules import RULES, Rule, positional, rule
 from bot.security.shell_tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION_FLAGS
 
 if TYPE_CHECKING:
@@ -68,48 +70,56 @@ def _xargs(w: Walker, call: Call) -> None:
     w.run_words(inner, generated=True)
 
 
-def _stdin_code(w: Walker, call: Call, language: str, *, shell: bool) -> None:
-    """A shell or interpreter with no code argument runs whatever its stdin holds."""
+def _stdin_code(w: Walker, call: Call, language: str) -> None:
+    """A shell or interpreter without a program argument runs whatever its input holds."""
     if call.stdin == "pipe":
         if _DOWNLOADERS.intersection(call.upstream):
             w.add("high", f"it downloads code and runs it with {call.name}")
         else:
             w.add("high", f"it pipes text into {call.name}, which runs whatever it is given")
-    elif call.stdin == "text" and shell:
-        w.line(call.stdin_text, at_least=f"{call.name} runs a here-document as a script")
     elif call.stdin == "text":
-        w.add("high", f"inline {language} code cannot be checked")
+        w.add("high", f"{call.name} runs {language} code given on its input, which is not checked")
     elif call.stdin_file is not None:
-        w.add("medium", f"{call.name} runs the {language} code in a file")
         w.judge(call.stdin_file, "run")
+    elif w.generating:
+        w.add("high", f"{call.name} runs {language} code only known when it runs")
     else:
         w.add("medium", f"{call.name} runs {language} code from its input")
 
 
 @rule(*SHELLS)
 def _shell(w: Walker, call: Call) -> None:
-    args, index, inline = call.args, 0, False
+    args, index, inline, from_input = call.args, 0, False, False
     while index < len(args):
         text = args[index].text
         if text == "--":
             index += 1
             break
+        if text in ("--rcfile", "--init-file") and index + 1 < len(args):
+            w.judge(args[index + 1], "run")
         if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
             index += 2
             continue
         if not text.startswith(("-", "+")) or len(text) == 1:
             break
         inline = inline or (not text.startswith("--") and "c" in text)
+        from_input = from_input or (not text.startswith("--") and "s" in text)
         index += 1
     rest = args[index:]
-    if inline:
+    if from_input and not inline:
+        _stdin_code(w, call, "shell")
+        w.judge_args(rest, "read")
+    elif inline:
         if rest:
             w.line(rest[0].text, at_least=f"{call.name} -c runs a nested command line")
+            w.judge_args(rest[1:], "read")  # $0, $1...: what the nested line works on
+        else:
+            w.add("high", f"{call.name} -c runs a command line only known when it runs")
     elif rest:
         w.judge(rest[0], "run")
         w.judge_args(rest[1:], "read")
     else:
-        _stdin_code(w, call, "shell", shell=True)
+        _stdin_code(w, call, "shell")
 
 
 @rule(*INTERPRETERS)
@@ -145,10 +155,12 @@ def _interpreter(w: Walker, call: Call) -> None:
         w.judge(args[index], "run")
         w.judge_args(args[index + 1 :], "read")
     else:
-        _stdin_code(w, call, language, shell=False)
+        _stdin_code(w, call, language)
 
 
 def _python_module(w: Walker, call: Call, module: str, rest: Sequence[Word]) -> None:
+    for contact in contacts("python", rest):
+        w.contact(*contact)
     if module in ("pip", "pip3"):
         package_manager(w, call.but(name="pip", args=list(rest)))
     else:
@@ -170,6 +182,16 @@ def _sed(w: Walker, call: Call) -> None:
                 scripts.append(value.text)
             else:
                 w.judge(value, "run")
+            has_script = True
+        elif text.startswith(("--file=", "--expression=")):
+            option, _, value_text = text.partition("=")
+            if option == "--file":
+                w.judge(Word(value_text, word.expands, word.glob, word.quoted), "run")
+            else:
+                scripts.append(value_text)
+            has_script = True
+        elif text.startswith("-f") and len(text) > 2 and not text.startswith("--"):
+            w.judge(Word(text[2:], word.expands, word.glob, word.quoted), "run")
             has_script = True
         elif text.startswith("--"):
             in_place = in_place or text.startswith("--in-place")
@@ -198,9 +220,12 @@ def _awk(w: Walker, call: Call) -> None:
     while index < len(args):
         text = args[index].text
         if text in ("-f", "--file") and index + 1 < len(args):
-            w.add("medium", "awk runs the program in a file")
             w.judge(args[index + 1], "run")
             program, index = "", index + 2
+        elif text.startswith(("--file=", "-f")) and len(text) > 2 and text != "--file":
+            value = text.split("=", 1)[1] if text.startswith("--file=") else text[2:]
+            w.judge(Word(value, args[index].expands, args[index].glob, args[index].quoted), "run")
+            program, index = "", index + 1
         elif text in ("-v", "-F", "--assign", "--field-separator"):
             index += 2
         elif text.startswith("-") and len(text) > 1 and text != "--":
@@ -216,6 +241,20 @@ def _awk(w: Walker, call: Call) -> None:
     elif program and _AWK_WRITES.search(program):
         w.add("medium", "the awk program writes files")
     w.judge_args(rest, "read")
+
+
+@rule("dc")
+def _dc(w: Walker, call: Call) -> None:
+    if any("!" in word.text for word in call.args) or call.stdin in ("pipe", "text"):
+        w.add("high", "dc runs shell commands written after ! in its program")
+    words = iter(call.args)
+    for word in words:
+        if word.text in ("-f", "--file"):
+            w.judge(next(words, Word("")), "run")
+        elif word.text in ("-e", "--expression"):
+            next(words, None)
+        elif not word.text.startswith("-"):
+            w.judge(word, "run")
 
 
 @rule("eval")
@@ -263,12 +302,19 @@ def _watch(w: Walker, call: Call) -> None:
 @rule("su", "script")
 def _command_option(w: Walker, call: Call) -> None:
     words = iter(call.args)
+    rest: list[Word] = []
     for word in words:
-        if word.text in ("-c", "--command", "--session-command"):
+        text = word.text
+        cluster = text.startswith("-") and not text.startswith("--") and text.endswith("c")
+        if text in ("--command", "--session-command") or cluster:
             w.line(next(words, Word("")).text)
+        elif text.startswith(("--command=", "--session-command=")):
+            w.line(text.partition("=")[2])
+        else:
+            rest.append(word)
     if call.name == "script":
         w.add("medium", "script records a session into a file")
-        w.judge_args(positional(call.args, {"-c", "--command", "-T", "-t"}), "write")
+        w.judge_args(positional(rest, {"-T", "-t", "-I", "-O", "-B", "-E", "-m"}), "write")
 
 
 ALL_RULES: dict[str, Rule] = RULES

@@ -56,6 +56,18 @@ def tokenize(source: str) -> list[Token]:
     return _Lexer(source).run(nested=False)
 
 
+def shape(source: str) -> list[list[object]]:
+    """The words and operators of ``source`` as plain data: two lines with the same shape
+    run the same argv (``ls  -la`` and ``ls -la``); quoting, expansions and every
+    operator, newlines included, count. Raises ``ShellSyntaxError`` like ``tokenize``."""
+    return [
+        ["word", t.text, t.expands, t.glob, t.quoted]
+        if isinstance(t, Word)
+        else ["op", t.text, t.fd, t.heredoc]
+        for t in tokenize(source)
+    ]
+
+
 def expansion_subs(text: str, nesting: int = 0) -> tuple[str, ...]:
     """The command substitutions inside ``text`` read like an unquoted here-document."""
     _, _, subs = _Lexer(text, nesting=nesting).double_quoted(closed_by=None)

@@ -29,6 +29,13 @@ Use = Literal["read", "write", "delete", "run", "name"]
 MAX_GLOB_MATCHES = 200
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _VERBS = {"read": "reads", "write": "writes to", "delete": "deletes", "run": "runs"}
+_DESCRIPTOR = re.compile(r"^(-|/dev/(stdin|tty|fd/.*)|/proc/[^/]+/fd(/.*)?|[<>]\(.*)$", re.S)
+"""Where a program read "from a file" really comes from the command's input."""
+_PROCESS = re.compile(
+    r"^/proc/([0-9]+|[^/]*[*?\[][^/]*)(/|$)|^/proc/(self|thread-self)/(root|cwd|task)(/|$)"
+)
+"""A process's folder in /proc (its environment, command line, memory, root)."""
+_SOCKET_PATH = re.compile(r"^/dev/(tcp|udp)/([^/]+)/([0-9]+)$")
 
 
 class Findings:
@@ -37,6 +44,7 @@ class Findings:
     def __init__(self) -> None:
         self.found: list[tuple[Risk, str]] = []
         self.forbidden: list[str] = []
+        self.contacts: list[tuple[str, int, str]] = []  # host, port, as written
 
     def add(self, risk: Risk, reason: str) -> None:
         """Record that something in the line is at least ``risk``, because of ``reason``."""
@@ -58,10 +66,13 @@ class Findings:
 class PathJudge:
     """Judges path-like words for one command line, following its ``cd`` and variables."""
 
-    def __init__(self, guard: PathGuard, cwd: Path | None, findings: Findings) -> None:
+    def __init__(
+        self, guard: PathGuard, cwd: Path | None, findings: Findings, *, sandboxed: bool = False
+    ) -> None:
         self.guard = guard
         self.base = cwd
         self.findings = findings
+        self.sandboxed = sandboxed
         self.prefix = ""  # where `cd` earlier in the line went, relative to ``base``
         self.prefix_known = True
         self.variables: dict[str, str] = {"HOME": str(guard.home)}
@@ -91,17 +102,33 @@ class PathJudge:
         if REMOTE.match(text) and not text.startswith(("/", ".", "~")):
             return  # host:path is on another machine
         label = shown(word.text)
+        if use == "run" and _DESCRIPTOR.match(text):
+            self.findings.add(
+                "high", f"it runs code fed through its input or a descriptor ({label}), unchecked"
+            )
+            return
         if word.expands:
             text = _VARIABLE.sub(lambda m: self.variables.get(m[1] or m[2], m[0]), text)
             if "$" in text or "`" in text or word.subs:
+                self._known_part(text, label)
                 self._unknown(label, use)
                 return
-        if text in SAFE_DEVICES or text.startswith("/dev/fd/"):
-            return
+        if socket := _SOCKET_PATH.match(text):
+            self.findings.contacts.append((socket[2], int(socket[3]), label))
+            self.findings.add("medium", f"it opens a network connection through {label}")
+        if text in SAFE_DEVICES or text.startswith("/dev/fd/") or text == "-":
+            return  # a device that holds nothing, or "-": standard input or output
         if use in ("write", "delete") and BLOCK_DEVICE.match(text):
             self.findings.add("high", f"it writes to the disk device {label}")
         for candidate in self._expand_glob(text) if word.glob else [text]:
             self._verdict(candidate, label, use)
+
+    def _known_part(self, text: str, label: str) -> None:
+        """Judge the folder a partly unknown path starts in (``/proc/$PPID/environ``)."""
+        cut = min((i for i in (text.find("$"), text.find("`")) if i >= 0), default=len(text))
+        folder = text[:cut].rpartition("/")[0]
+        if folder or text.startswith("/"):
+            self._verdict(folder or "/", label, "name", exact=False)
 
     def _unknown(self, label: str, use: Use) -> None:
         if use in ("write", "delete", "run"):
@@ -109,12 +136,16 @@ class PathJudge:
         elif use == "read":
             self.findings.add("medium", f"it uses {label}, a value only known when it runs")
 
-    def _verdict(self, text: str, label: str, use: Use) -> None:
+    def _verdict(self, text: str, label: str, use: Use, *, exact: bool = True) -> None:
         if not self.prefix_known and not os.path.isabs(text) and not text.startswith("~"):
             if use != "name":
                 risk: Risk = "medium" if use == "read" else "high"
                 where = "in a folder only known when it runs"
                 self.findings.add(risk, f"it {_VERBS[use]} {label} {where}")
+            return
+        lexical = self.guard.absolute(text, self.cwd()) if "\0" not in text else ""
+        if _PROCESS.match(lexical) or (not exact and _in_proc(lexical)):
+            self.findings.forbidden.append(f"{label} reads other processes' environment or memory")
             return
         verdict = self.guard.verdict(text, self.cwd())
         if verdict == "forbidden":
@@ -124,8 +155,16 @@ class PathJudge:
         elif verdict == "outside":
             risk = "medium" if use == "read" else "high"
             self.findings.add(risk, f"it {_VERBS[use]} {label}, outside the workspace")
+        elif use == "run" and self.sandboxed:
+            return  # inside the sandbox a program from the workspace can only change the workspace
         elif use != "read":
             self.findings.add("medium", f"it {_VERBS[use]} {label}")
+
+    def inside(self, word: Word) -> bool:
+        """Whether ``word`` is a plain path that lies inside the workspace or an extra root."""
+        if word.expands or word.glob or not self.prefix_known or "\0" in word.text:
+            return False
+        return self.guard.verdict(word.text, self.cwd()) == "inside"
 
     def cwd(self) -> Path | None:
         """The folder relative paths start from: ``cwd`` plus any ``cd`` so far."""
@@ -154,12 +193,16 @@ class PathJudge:
         folder = self.cwd()
         root = self.guard.workspace if folder is None else self.guard.workspace / folder
         try:
-            expanded = os.path.expanduser(pattern)
+            expanded = self.guard.absolute(pattern, folder) if pattern[:1] == "~" else pattern
             full = expanded if os.path.isabs(expanded) else os.path.join(root, expanded)
             matches = list(itertools.islice(glob.iglob(full), MAX_GLOB_MATCHES))
         except (OSError, ValueError):  # a NUL byte, an unreadable folder
             return [pattern]
         return matches or [pattern]
+
+
+def _in_proc(path: str) -> bool:
+    return path == "/proc" or path.startswith("/proc/")
 
 
 def shown(text: str, limit: int = 60) -> str:

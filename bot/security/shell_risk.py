@@ -19,12 +19,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.security.net_addresses import Allowlist
 from bot.security.paths import PathGuard
 from bot.security.shell_code_rules import ALL_RULES
 from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
+from bot.security.shell_network import (
+    NETWORK,
+    PROXY_VARIABLES,
+    contacts,
+    host_problem,
+    network_call,
+)
 from bot.security.shell_parse import SimpleCommand, split_commands
 from bot.security.shell_paths import Findings, PathJudge, Use, shown
-from bot.security.shell_rules import LOOKS_INSIDE
+from bot.security.shell_rules import LOOKS_INSIDE, attaches
 from bot.security.shell_tables import (
     ASSIGNMENT,
     DANGEROUS_VARS,
@@ -38,12 +46,40 @@ from bot.security.shell_tables import (
 )
 from bot.tool_api import Assessment, Risk
 
-__all__ = ["Call", "Use", "Walker", "classify"]
+__all__ = ["Call", "LineVerdict", "Use", "Walker", "classify", "examine"]
 
 MAX_DEPTH = 8
 _SYSTEM_BIN = re.compile(r"^/(usr/(local/)?)?s?bin/")
 
 Stdin = Literal["none", "pipe", "file", "text"]
+
+
+@dataclass(frozen=True, slots=True)
+class LineVerdict:
+    """A line's assessment, and the host names it contacts (judged before it runs)."""
+
+    assessment: Assessment
+    hosts: tuple[tuple[str, int], ...] = ()
+
+
+def examine(
+    command: str,
+    *,
+    guard: PathGuard,
+    allowlist: Collection[str] = (),
+    cwd: Path | None = None,
+    sandboxed: bool = False,
+    hosts: Allowlist | None = None,
+) -> LineVerdict:
+    """The risk of running ``command`` with ``/bin/sh -c`` in ``cwd`` (the workspace).
+
+    ``sandboxed``: the command will run in the kernel sandbox, where a program
+    from the workspace can change nothing but the workspace. ``hosts`` is
+    ``allowed_hosts``: private addresses it names may be contacted.
+    """
+    walker = Walker(guard, allowlist, cwd, sandboxed=sandboxed, hosts=hosts)
+    walker.line(command)
+    return LineVerdict(walker.findings.assessment(), tuple(dict.fromkeys(walker.names)))
 
 
 def classify(
@@ -52,11 +88,11 @@ def classify(
     guard: PathGuard,
     allowlist: Collection[str] = (),
     cwd: Path | None = None,
+    sandboxed: bool = False,
 ) -> Assessment:
-    """The risk of running ``command`` with ``/bin/sh -c`` in ``cwd`` (the workspace)."""
-    walker = Walker(guard, allowlist, cwd)
-    walker.line(command)
-    return walker.findings.assessment()
+    """Only the assessment of ``examine``."""
+    found = examine(command, guard=guard, allowlist=allowlist, cwd=cwd, sandboxed=sandboxed)
+    return found.assessment
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +114,21 @@ class Call:
 class Walker:
     """Walks one command line and everything nested in it, collecting findings."""
 
-    def __init__(self, guard: PathGuard, allowlist: Collection[str], cwd: Path | None) -> None:
+    def __init__(
+        self,
+        guard: PathGuard,
+        allowlist: Collection[str],
+        cwd: Path | None,
+        *,
+        sandboxed: bool = False,
+        hosts: Allowlist | None = None,
+    ) -> None:
         self.allowlist = [tuple(entry.split()) for entry in allowlist if entry.strip()]
         self.findings = Findings()
-        self.paths = PathJudge(guard, cwd, self.findings)
+        self.paths = PathJudge(guard, cwd, self.findings, sandboxed=sandboxed)
+        self.sandboxed = sandboxed
+        self.hosts = hosts
+        self.names: list[tuple[str, int]] = []  # host names to look up before running
         self.functions: set[str] = set()
         self.depth = 0
         self.generating = 0  # inside xargs or find -exec: arguments are added at run time
@@ -89,6 +136,16 @@ class Walker:
     def add(self, risk: Risk, reason: str) -> None:
         """Record that something in the line is at least ``risk``, because of ``reason``."""
         self.findings.add(risk, reason)
+
+    def contact(self, host: str, port: int, label: str, resolve: bool = True) -> None:
+        """A host the line connects to: refused if it is not public, else looked up later."""
+        problem = host_problem(host, self.hosts)
+        if problem:
+            self.findings.forbidden.append(
+                f"it connects to {shown(label)}: {problem}, which commands may not reach"
+            )
+        elif resolve and host and "$" not in host:
+            self.names.append((host.strip("[]"), port))
 
     def judge(self, word: Word, use: Use) -> None:
         """Judge one word that may be a path."""
@@ -122,6 +179,9 @@ class Walker:
                 self._simple(simple)
         finally:
             self.depth -= 1
+        while self.findings.contacts:  # /dev/tcp/HOST/PORT found among the paths
+            host, port, label = self.findings.contacts.pop()
+            self.contact(host, port, label)
 
     def run_words(self, words: Sequence[Word], *, generated: bool = False) -> None:
         """Rate ``words`` as a command of their own (``find -exec``, ``xargs``, ``watch -x``)."""
@@ -176,6 +236,10 @@ class Walker:
         name, value = match.groups()  # its substitutions were classified with its command
         if name in DANGEROUS_VARS:
             self.add("high", f"setting {name} changes which programs or code later commands run")
+        if name in PROXY_VARIABLES:
+            self.add("medium", f"setting {name} sends network traffic elsewhere")
+            for contact in contacts("", [Word(value)]):
+                self.contact(*contact)
         if not word.expands:
             self.paths.remember(name, value)
         if "/" in value or value.startswith("~"):
@@ -197,6 +261,11 @@ class Walker:
         if "/" in head.text:  # ./ls is whatever file is there, not necessarily ls
             system = _SYSTEM_BIN.match(os.path.normpath(head.text))
             self.judge(head, "name" if system else "run")
+            if not system and self.sandboxed and self.paths.inside(head):
+                self.judge_args(call.args, "read")  # a program of the workspace, sandboxed
+                return
+        if name in NETWORK:
+            network_call(self, call)
         if name in HIGH:
             reason = HIGH[name]
             self.add("high", reason if reason.startswith(name) else f"{name} {reason}")
@@ -234,6 +303,8 @@ class Walker:
         """Skip a wrapper's own options and rate the command it runs."""
         value_options, positionals = WRAPPERS[name]
         args = list(call.args)
+        if name in ("strace", "ltrace") and attaches(args):
+            self.add("high", f"{name} attaches to a running process and can read its memory")
         while args:
             text = args[0].text
             if text == "--":

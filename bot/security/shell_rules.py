@@ -1,9 +1,9 @@
-"""Rules for commands whose risk depends on their arguments: files, git, packages, system.
+"""Rules for commands whose risk depends on their arguments: files, processes, system.
 
 Each rule gets the ``Walker`` (to record findings, judge paths and classify
 nested code) and the ``Call``. Commands without a rule are rated from the
 tables in ``shell_tables``; rules for commands that run other code live in
-``shell_code_rules``.
+``shell_code_rules``, for git and package managers in ``shell_git``.
 """
 
 from __future__ import annotations
@@ -13,17 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from bot.security.shell_lexer import Word
-from bot.security.shell_tables import (
-    ASSIGNMENT,
-    GIT_LIST_FLAGS,
-    GIT_LISTS,
-    GIT_READS,
-    GIT_RUNS_PROGRAMS,
-    INTERPRETERS,
-    PACKAGE_MANAGERS,
-    PACKAGE_READS,
-    SHELLS,
-)
+from bot.security.shell_tables import ASSIGNMENT, INTERPRETERS, SHELLS
 
 if TYPE_CHECKING:
     from bot.security.shell_risk import Call, Use, Walker
@@ -144,50 +134,35 @@ def _dd(w: Walker, call: Call) -> None:
             w.judge(path, "write" if key == "of" else "read")
 
 
-@rule(*PACKAGE_MANAGERS)
-def package_manager(w: Walker, call: Call) -> None:
-    """pip, npm, apt and the like: listing is low; installing runs package scripts."""
-    words = positional(call.args)
-    sub = words[0].text if words else call.args[0].text if call.args else "help"
-    if sub not in PACKAGE_READS:
-        w.add("medium", f"{call.name} {sub} installs or runs packages, whose scripts run code")
+@rule("ps")
+def _ps(w: Walker, call: Call) -> None:
+    """``ps e`` (BSD style, no dash) adds every process's environment: its secrets."""
+    values = {"-C", "-G", "-g", "-O", "-o", "-p", "-q", "-s", "-t", "-U", "-u", "--format"}
+    values |= {"--pid", "--ppid", "--sort", "-k", "o", "O", "p", "q", "t", "U", "k"}
+    words = iter(call.args)
+    for word in words:
+        text = word.text
+        if text in values:
+            next(words, None)
+        elif not text.startswith("-") and text.isalpha() and "e" in text:
+            w.findings.forbidden.append(
+                f"ps {text} shows other processes' environment variables, where secrets live"
+            )
+            return
+    w.rate(call, "name")
+
+
+def attaches(args: Sequence[Word]) -> bool:
+    """Whether a debugger or tracer is told to attach to a running process."""
+    return any(a.text in ("-p", "--pid", "attach") or a.text.startswith("--pid=") for a in args)
+
+
+@rule("gdb", "gcore")
+def _debugger(w: Walker, call: Call) -> None:
+    if call.name == "gcore" or attaches(call.args):
+        w.add("high", f"{call.name} attaches to a running process and can read its memory")
+    w.add("medium", f"{call.name} runs and controls programs")
     w.judge_args(call.args, "read")
-
-
-@rule("git")
-def _git(w: Walker, call: Call) -> None:
-    args = list(call.args)
-    while args and args[0].text.startswith("-"):
-        option = args.pop(0)
-        if option.text in ("-c", "--config-env") or option.text.startswith("--exec-path"):
-            w.add("high", f"git {option.text} can make git run any program")
-        if option.text in ("-c", "--config-env", "-C", "--git-dir", "--work-tree") and args:
-            w.judge(args.pop(0), "read")
-        w.judge_args([option], "read")
-    if not args:
-        return
-    sub, rest = args[0].text, args[1:]
-    texts = {a.text for a in rest}
-    listing = not positional(rest) or bool(texts & GIT_LIST_FLAGS)
-    if any(t.startswith(("--upload-pack", "--receive-pack", "--exec", "ext::")) for t in texts):
-        w.add("high", f"git {sub} is told to run a program")
-    lists = sub in GIT_LISTS and (listing or texts & {"list", "show", "get-url"})
-    if sub in GIT_READS or lists:
-        pass
-    elif sub == "config":
-        keys = positional(rest)
-        if keys and GIT_RUNS_PROGRAMS.match(keys[0].text):
-            w.add("high", f"git config {keys[0].text} makes git run a program")
-        w.add("medium", "git config changes git settings")
-    elif sub == "reset" and "--hard" in texts:
-        w.add("high", "git reset --hard discards uncommitted changes")
-    elif sub == "clean" and ("f" in short_flags(rest) or "--force" in texts):
-        w.add("high", "git clean -f deletes untracked files")
-    elif sub == "push" and (texts & {"-f", "--force"} or any(t.startswith("+") for t in texts)):
-        w.add("high", "git push --force rewrites the remote history")
-    else:
-        w.add("medium", f"git {sub} changes the repository or talks to a remote")
-    w.judge_args(rest, "read")
 
 
 @rule("kill", "pkill", "killall")

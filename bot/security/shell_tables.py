@@ -24,13 +24,14 @@ LOW = words(
     test [ [[ sleep printenv locale lsb_release lscpu lsblk lsusb lspci lsmod nproc getconf
     arch tty vcgencmd sensors dmesg journalctl cd pushd popd dirs set unset shift read wait
     exit return local hash umask history : help man info whatis apropos look iconv numfmt
-    factor expr bc dc units pinout gpio raspi-gpio i2cdetect w who last users env
+    factor expr bc units pinout gpio raspi-gpio i2cdetect w who last users env
     """
 )
 """Read-only commands: they show things and change nothing (their paths are still judged)."""
 
 NAMES_ONLY = frozenset(
     {"echo", "printf", "which", "whereis", "type", "hash", "help", "man", ":", "test", "[", "[["}
+    | {"basename", "dirname"}
 )
 """Commands whose arguments are only names or checks: a path there is mentioned, not read."""
 
@@ -161,7 +162,7 @@ PACKAGE_READS = words(
 
 GIT_READS = words(
     """
-    status log diff show blame grep ls-files ls-tree ls-remote rev-parse rev-list describe
+    status log diff show blame grep ls-files ls-tree rev-parse rev-list describe
     shortlog whatchanged cat-file show-ref show-branch reflog count-objects help version
     var check-ignore name-rev merge-base
     """

@@ -1,0 +1,217 @@
+"""The kernel sandbox around each shell command: bubblewrap (``bwrap``) namespaces.
+
+A command runs in user, PID, IPC and UTS namespaces of its own and, unless the
+call may use the network, a network namespace with nothing but its own
+loopback. It sees the host's file system read-only, its workspace (and the
+extra roots) writable, an empty ``/tmp``, a ``/proc`` showing only its own
+processes and a minimal ``/dev``; and it does not see at all what holds
+secrets: home folders (the workspace and extra roots are mounted back),
+PinClaw's data folder and config, every forbidden path, ``/run``, ``/var``,
+and ``/etc`` except the files ordinary programs need (users and groups, name
+resolution, the time zone, certificates, ...). bwrap dies with its parent and
+the PID namespace ends with the command, so nothing it starts can outlive it.
+
+bubblewrap was chosen over ``unshare(1)``: it is made for unprivileged use,
+builds the whole mount layout in one step, runs a reaper as PID 1 and kills
+the namespace with its parent; with ``unshare`` all of that would be ours.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+SandboxMode = Literal["auto", "required", "off"]
+
+ETC_KEPT = frozenset(
+    """
+    passwd group hosts hostname resolv.conf nsswitch.conf host.conf gai.conf ld.so.cache
+    ld.so.conf ld.so.conf.d localtime timezone alternatives ssl ca-certificates
+    ca-certificates.conf mime.types magic magic.mime os-release debian_version rpi-issue
+    protocols services networks inputrc locale.alias locale.conf manpath.config mtab shells
+    papersize perl vim terminfo
+    """.split()  # noqa: SIM905 - a long list reads better as words
+)
+"""What stays of /etc: what programs need to run, nothing that holds a secret."""
+
+ALWAYS_HIDDEN = ("/home", "/root", "/run", "/var", "/tmp")
+"""Replaced by empty folders whatever the config says (the workspace is mounted back)."""
+
+_PRIVATE = frozenset({"/proc", "/dev", "/etc"})  # given a private form, never plainly hidden
+PROBE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLayout:
+    """What a sandboxed command may write, and what it must not see (absolute paths)."""
+
+    workspace: Path
+    writable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    home: Path | None = None
+
+
+class Sandbox:
+    """Builds the ``bwrap`` command line that runs one command inside the layout."""
+
+    def __init__(self, program: str, layout: SandboxLayout, *, disable_userns: bool) -> None:
+        self.program = program
+        self.layout = layout
+        self._disable_userns = disable_userns
+
+    def command(self, argv: Sequence[str], *, cwd: Path, network: bool) -> list[str]:
+        """``bwrap`` options, then ``--``, then ``argv`` run in ``cwd`` (a writable folder)."""
+        options = [
+            self.program,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            *([] if network else ["--unshare-net"]),
+            "--die-with-parent",
+            "--new-session",
+            *(["--disable-userns"] if self._disable_userns else []),
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "pinclaw-sandbox",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+        ]
+        options += _mounts(self.layout)
+        options += ["--chdir", os.fspath(cwd), "--"]
+        return options + list(argv)
+
+
+def _mounts(layout: SandboxLayout) -> list[str]:
+    """Hide what must not be seen, give /etc its kept files, bind the writable folders."""
+    writable = [os.path.realpath(p) for p in (layout.workspace, *layout.writable)]
+    writable = [p for p in dict.fromkeys(writable) if os.path.isdir(p)]
+    hidden = _hidden_places(layout)
+    inside = [p for p in hidden if any(_within(p, w) for w in writable)]
+    outer = _outermost([p for p in hidden if p not in inside])
+    mounts: list[str] = []
+    for place in outer:
+        mounts += _hide(place)
+    mounts += ["--tmpfs", "/etc"]
+    for kept in _etc_kept():
+        mounts += ["--ro-bind", kept, kept]
+    for folder in writable:
+        mounts += ["--bind", folder, folder]
+    for place in _outermost(inside):  # a forbidden folder inside the workspace stays hidden
+        mounts += _hide(place)
+    return mounts
+
+
+def _outermost(places: list[str]) -> list[str]:
+    """``places`` (sorted outermost first) without those inside another one."""
+    kept: list[str] = []
+    for place in sorted(dict.fromkeys(places), key=lambda p: (p.count("/"), p)):
+        if not any(_within(place, k) for k in kept):
+            kept.append(place)
+    return kept
+
+
+def _etc_kept() -> list[str]:
+    """The kept entries of /etc that exist here (and Python's own folders, python3.11/...)."""
+    try:
+        names = [n for n in os.listdir("/etc") if n in ETC_KEPT or n.startswith("python3")]
+    except OSError:
+        return []
+    return [f"/etc/{name}" for name in sorted(names) if os.path.exists(f"/etc/{name}")]
+
+
+def _hidden_places(layout: SandboxLayout) -> list[str]:
+    """Every existing place to hide, links resolved."""
+    extra = [*([layout.home] if layout.home else []), *layout.hidden]
+    real = [os.path.realpath(os.path.abspath(p)) for p in [*ALWAYS_HIDDEN, *map(str, extra)]]
+    return [
+        place
+        for place in dict.fromkeys(real)
+        if place != "/" and not any(_within(place, p) for p in _PRIVATE) and os.path.exists(place)
+    ]
+
+
+def _hide(place: str) -> list[str]:
+    if os.path.isdir(place):
+        return ["--tmpfs", place]
+    # A file becomes /dev/null mounted without device access: reading it is refused.
+    return ["--ro-bind", "/dev/null", place]
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxCheck:
+    """The sandbox to use (None: run without one), and a sentence saying so or why not."""
+
+    sandbox: Sandbox | None
+    summary: str
+
+
+def find_sandbox(layout: SandboxLayout, mode: SandboxMode) -> SandboxCheck:
+    """Look for a working ``bwrap`` and try the layout once with ``/bin/true``."""
+    if mode == "off":
+        return SandboxCheck(None, "off in the config (security.shell_sandbox)")
+    program = shutil.which("bwrap")
+    if program is None:
+        return SandboxCheck(None, "bubblewrap is not installed (the package is `bubblewrap`)")
+    try:
+        usage = subprocess.run(
+            [program, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return SandboxCheck(None, f"bubblewrap ({program}) cannot be started: {exc}")
+    sandbox = Sandbox(program, layout, disable_userns="--disable-userns" in usage)
+    problem = _try(sandbox)
+    if problem:
+        return SandboxCheck(None, f"bubblewrap ({program}) cannot create a sandbox here: {problem}")
+    return SandboxCheck(sandbox, f"bubblewrap ({program})")
+
+
+def _try(sandbox: Sandbox) -> str:
+    """Why a trivial command fails in the sandbox ("" when it runs)."""
+    try:
+        done = subprocess.run(
+            sandbox.command(["/bin/true"], cwd=Path("/"), network=False),
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin"},
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return ""
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1].removeprefix("bwrap: ") if lines else f"exit code {done.returncode}"
+
+
+def hidden_for(
+    forbidden: Iterable[Path], data_dir: Path, config_file: Path, home: Path
+) -> tuple[Path, ...]:
+    """The places a sandbox hides beyond its defaults: forbidden paths, PinClaw's own files."""
+    own = [data_dir, config_file, config_file.parent / "pinclaw.env"]
+    return tuple(dict.fromkeys([*forbidden, *own, home]))
