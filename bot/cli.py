@@ -13,6 +13,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.cron.cli import add_cron_commands
@@ -20,6 +21,9 @@ from bot.errors import ConfigError, UserError
 from bot.hardware.cli import add_hardware_commands
 from bot.memory.cli import add_memory_commands
 from bot.service_cli import add_service_commands
+
+if TYPE_CHECKING:
+    from bot.config import LoadedConfig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -167,11 +171,20 @@ def _config_arg(args: argparse.Namespace) -> str | None:
     return value
 
 
+def _sealed(loaded: LoadedConfig) -> LoadedConfig:
+    """The config, once its secrets are out of this process's environment (see own_env)."""
+    from bot.security.own_env import seal_process
+    from bot.security.redact import config_secrets
+
+    seal_process(config_secrets(loaded.config))
+    return loaded
+
+
 def _agent(args: argparse.Namespace) -> int:
     from bot.config import load_config
     from bot.terminal_cli import run_agent_once
 
-    loaded = load_config(_config_arg(args))
+    loaded = _sealed(load_config(_config_arg(args)))
     reply = asyncio.run(run_agent_once(loaded, args.message, args.session))
     print(reply)
     return 0
@@ -181,7 +194,7 @@ def _chat(args: argparse.Namespace) -> int:
     from bot.config import load_config
     from bot.terminal_cli import run_chat
 
-    loaded = load_config(_config_arg(args))
+    loaded = _sealed(load_config(_config_arg(args)))
     return asyncio.run(run_chat(loaded, args.session))
 
 
@@ -190,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
     from bot.daemon import run_daemon
     from bot.logs import setup_logging
 
-    loaded = load_config(_config_arg(args))
+    loaded = _sealed(load_config(_config_arg(args)))
     setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
     return asyncio.run(run_daemon(loaded))
 

@@ -203,12 +203,35 @@ def load_config(
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the file: {exc}") from None
-    config = parse_config(raw, env if env is not None else dict(os.environ), source=str(path))
+    values = env if env is not None else with_credentials(dict(os.environ))
+    config = parse_config(raw, values, source=str(path))
     environ = env if env is not None else os.environ
     data_dir = Path(environ.get(DATA_DIR_ENV) or config.general.data_dir).expanduser()
     if not data_dir.is_absolute():
         data_dir = (path.parent / data_dir).resolve()
     return LoadedConfig(config=config, path=path, data_dir=data_dir)
+
+
+def with_credentials(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus systemd credentials (``LoadCredential=NAME:...``) as ``NAME`` where unset.
+
+    A service can then keep a secret in a credential file instead of its
+    environment, and the config still refers to it as ``${NAME}``.
+    """
+    folder = env.get("CREDENTIALS_DIRECTORY")
+    if not folder:
+        return env
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return env
+    for entry in entries:
+        if entry.name not in env and entry.is_file():
+            try:
+                env[entry.name] = Path(entry.path).read_text(encoding="utf-8").rstrip("\n")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return env
 
 
 def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config") -> Config:

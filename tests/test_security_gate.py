@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+import tools.shell
+from bot.approvals.texts import request_text
+from bot.config import LoadedConfig, parse_config
 from bot.config_security import SecurityConfig
 from bot.conversation import ToolCall
 from bot.errors import Refused
 from bot.messages import SessionKey
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog, verify
-from bot.security.gate import PolicyGate
+from bot.security.gate import PolicyGate, approval_key, summarize
+from bot.security.kit import SecurityKit, build_security
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import decide
 from bot.security.redact import MARK, RedactingFilter, Redactor
 from bot.tool_api import Assessment, Risk, Tool, ToolContext, tool
-from bot.tool_registry import ToolRegistry
+from bot.tool_registry import PreparedCall, ToolRegistry
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -117,6 +124,11 @@ def make_gate(tmp_path: Path, **settings: Any) -> tuple[PolicyGate, Path]:
         redactor=Redactor([SECRET]),
     )
     return gate, audit
+
+
+def make_kit() -> SecurityKit:
+    raw = {"provider": {"kind": "ollama", "model": "m"}}
+    return build_security(LoadedConfig(parse_config(raw, {}), Path("/ws/c.toml"), Path("/ws")))
 
 
 def ctx() -> ToolContext:
@@ -256,3 +268,83 @@ def test_redactor_masks_secret_keys_and_known_values(caplog: pytest.LogCaptureFi
     with caplog.at_level(logging.INFO, logger="test.redaction"):
         logger.info("calling with %s", SECRET)
     assert SECRET not in caplog.text and MARK in caplog.text
+
+
+TOKEN = "123456789:AAFb-xyzSECRETtokenVALUE_0123456789abcd"
+ENCODINGS = {
+    "reversed": "rev",
+    "base64": "base64",
+    "base64, wrapped": "base64 -w 20",
+    "url-safe base64, shifted": "printf 'xy'; basenc --base64url",
+    "xxd": "xxd",
+    "plain hex": "xxd -p",
+    "hexdump -C": "hexdump -C",
+    "cut into lines": "fold -w 12",
+    "after other text": "printf 'prefix'; cat",
+}
+
+
+@pytest.mark.parametrize("command", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_the_redactor_also_catches_common_encodings_of_a_secret(command: str) -> None:
+    shown = subprocess.run(
+        ["sh", "-c", command], input=TOKEN, capture_output=True, text=True, check=True
+    ).stdout
+    redacted = Redactor([TOKEN]).text(shown)
+    assert MARK in redacted
+    for piece in ("AAFb-xyz", "SECRET", "tokenVALUE", "0123456789abcd"):
+        assert piece not in redacted and piece[::-1] not in redacted
+
+
+def test_the_redactor_leaves_ordinary_text_alone() -> None:
+    redactor = Redactor([TOKEN])
+    text = "exit code 0 (0.1 s)\n" + base64.b64encode(b"an ordinary file, " * 50).decode()
+    text += "\n" + (b"hello world, nothing secret here").hex() + "\n/usr/lib/python3.11/site"
+    assert redactor.text(text) == text
+
+
+def test_a_whole_field_is_summarized_exactly_with_hidden_characters_shown() -> None:
+    redactor = Redactor([])
+    command = "ls\nrm -rf build\r\x1b[2K\u202etxt.exe\tok"
+    shown = summarize({"command": command, "note": "a\nb"}, redactor, whole=("command",))
+    assert shown == "command=ls\nrm -rf build\\r\\x1b[2K\\u202etxt.exe\tok, note=a b"
+
+
+def test_a_multi_line_command_is_asked_about_as_a_block() -> None:
+    request = ApprovalRequest(
+        tool="shell",
+        summary="command=ls\nrm -rf build",
+        risk="medium",
+        reason="rm deletes files",
+        session=SessionKey("telegram", "42"),
+        sender_id="ana",
+        origin="chat",
+        rule_key="",
+    )
+    text = request_text("abc", request, datetime.now(UTC), ZoneInfo("UTC"), "")
+    assert "```\ncommand=ls\nrm -rf build\n```" in text
+
+
+@pytest.mark.parametrize(
+    ("approved", "asked", "same"),
+    [
+        ("ls -la", "ls  -la", True),
+        ("ls -la", "ls\t-la", True),
+        ("ls", "ls\nrm -rf build", False),
+        ("echo a; rm x", "echo a\nrm x", False),
+        ("echo 'a b'", "echo a b", False),
+        ('echo "$HOME"', "echo $HOME", False),
+        ("cat <<EOF\nhi\nEOF", "cat <<EOF\nho\nEOF", False),
+        ("ls 'unclosed", "ls 'unclosed", True),
+        ("ls 'unclosed", "ls  'unclosed", False),
+    ],
+)
+def test_an_always_rule_matches_only_the_same_argv_shape(
+    approved: str, asked: str, same: bool
+) -> None:
+    [shell] = tools.shell.shell_tools(make_kit(), None)
+
+    def key(command: str) -> str:
+        values = shell.validate({"command": command})
+        return approval_key(PreparedCall(ToolCall("1", "shell", {}), shell, values))
+
+    assert (key(approved) == key(asked)) is same

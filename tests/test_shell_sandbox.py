@@ -1,0 +1,249 @@
+"""The kernel sandbox, the network reading of a command line, and the daemon's sealed secrets.
+
+The sandbox tests run real bubblewrap (CI installs it); "missing" is a PATH
+without it. The secrets tests run a real Python process and read its
+``/proc/PID/environ`` from outside, as another process of the same user would.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tools.shell
+from bot.config import LoadedConfig, load_config, parse_config, with_credentials
+from bot.errors import ConfigError
+from bot.security.kit import build_security
+from bot.security.net_addresses import Allowlist
+from bot.security.sandbox import SandboxLayout, find_sandbox
+from bot.security.shell_lexer import Word
+from bot.security.shell_network import contacts, host_problem
+
+
+def layout(tmp_path: Path, **extra: object) -> SandboxLayout:
+    workspace = tmp_path / "home" / ".pinclaw" / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    return SandboxLayout(workspace=workspace, home=tmp_path / "home", **extra)  # type: ignore[arg-type]
+
+
+def run_in(box: SandboxLayout, command: str, *, network: bool = False) -> str:
+    check = find_sandbox(box, "required")
+    assert check.sandbox is not None, check.summary
+    argv = check.sandbox.command(["/bin/sh", "-c", command], cwd=box.workspace, network=network)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"}, check=False
+    )
+    return done.stdout + done.stderr
+
+
+def test_a_missing_bubblewrap_is_reported_and_off_means_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = layout(tmp_path)
+    assert find_sandbox(box, "off").sandbox is None
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to run here
+    missing = find_sandbox(box, "auto")
+    assert missing.sandbox is None
+    assert missing.summary == "bubblewrap is not installed (the package is `bubblewrap`)"
+
+
+def test_without_bubblewrap_auto_warns_once_and_required_stops_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    def loaded(mode: str) -> LoadedConfig:
+        raw = {"provider": {"kind": "ollama", "model": "m"}, "security": {"shell_sandbox": mode}}
+        return LoadedConfig(parse_config(raw, {}), tmp_path / "c.toml", tmp_path / mode)
+
+    auto = loaded("auto")
+    with caplog.at_level(logging.INFO, logger="tools.shell"):
+        assert tools.shell.build(auto, build_security(auto))
+        assert tools.shell.build(auto, build_security(auto))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "shell commands run WITHOUT the kernel sandbox: bubblewrap is not installed (the "
+        "package is `bubblewrap`); commands that run scripts or use the network will ask for "
+        "approval first"
+    ]
+    required = loaded("required")
+    with pytest.raises(ConfigError, match=r'security.shell_sandbox is "required", but bubblewrap'):
+        tools.shell.build(required, build_security(required))
+
+
+def test_the_sandbox_hides_secrets_and_writes_only_the_workspace(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    extra = tmp_path / "projects"
+    extra.mkdir()
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("KEY")
+    box = layout(tmp_path, writable=(extra,))
+    inner = box.workspace / "private"  # a forbidden folder inside the workspace
+    inner.mkdir()
+    (inner / "secret.txt").write_text("SECRET")
+    (box.workspace / "notes.txt").write_text("PUBLIC")
+    box = layout(tmp_path, writable=(extra,), hidden=(inner, home / ".ssh"))
+    script = f"""
+        cat {home}/.ssh/id_rsa; cat private/secret.txt; cat notes.txt; echo
+        echo ws > out.txt && echo wrote-workspace
+        echo x > {extra}/out.txt && echo wrote-extra
+        echo x > /usr/out.txt || echo refused-elsewhere
+        test -e /etc/shadow || echo no-shadow; test -e /etc/passwd && echo passwd
+        ls -A /run /var /home | tr '\\n' ' '; echo; id -u; hostname
+    """
+    out = run_in(box, textwrap.dedent(script))
+    assert "KEY" not in out and "SECRET" not in out
+    assert "PUBLIC" in out
+    for word in ("wrote-workspace", "wrote-extra", "refused-elsewhere", "no-shadow", "passwd"):
+        assert word in out, out
+    assert "/home:  /run:  /var: " in out  # empty
+    assert (box.workspace / "out.txt").read_text() == "ws\n"
+    assert (extra / "out.txt").read_text() == "x\n"
+    assert (inner / "secret.txt").read_text() == "SECRET"  # hidden, not harmed
+    assert f"{os.getuid()}\npinclaw-sandbox" in out
+
+
+def test_the_network_is_there_only_when_asked_for(tmp_path: Path) -> None:
+    box = layout(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        server.settimeout(10)
+        connect = (  # the system's python3: the sandbox's PATH is /usr/bin:/bin
+            'python3 -c "import socket; '
+            f"socket.create_connection(('127.0.0.1', {port}), 5); print('CONNECTED')\""
+        )
+        closed = run_in(box, connect, network=False)
+        assert "ConnectionRefusedError" in closed and "CONNECTED" not in closed, closed
+        opened = run_in(box, connect, network=True)
+        assert "CONNECTED" in opened, opened
+        conn, _ = server.accept()
+        conn.close()
+
+
+HOSTS: list[tuple[str, list[str], list[tuple[str, int]]]] = [
+    ("curl", ["-s", "http://127.0.0.1:8080/x"], [("127.0.0.1", 8080)]),
+    ("curl", ["https://example.com/a"], [("example.com", 443)]),
+    ("curl", ["127.1:99/x"], [("127.1", 99)]),
+    (
+        "curl",
+        ["--resolve", "a.test:80:10.0.0.5", "http://a.test/"],
+        [("10.0.0.5", 80), ("a.test", 80)],
+    ),
+    ("curl", ["-x", "http://[::1]:3128", "http://e.com"], [("::1", 3128), ("e.com", 80)]),
+    ("wget", ["-O-", "http://[::ffff:127.0.0.1]:81/"], [("::ffff:127.0.0.1", 81)]),
+    ("nc", ["-z", "localhost", "22"], [("localhost", 0)]),
+    ("ssh", ["-p", "2222", "pi@192.168.1.5", "uptime"], [("192.168.1.5", 0)]),
+    ("scp", ["notes.txt", "pi@raspberrypi.local:/tmp/"], [("raspberrypi.local", 22)]),
+    ("socat", ["-", "TCP:169.254.169.254:80"], [("169.254.169.254", 80)]),
+    ("dig", ["@127.0.0.53", "-p", "53", "example.com"], [("127.0.0.53", 0)]),
+    ("npm", ["view", "x", "--registry=http://10.1.2.3:4873/"], [("10.1.2.3", 4873)]),
+    ("pip", ["download", "-i", "http://0x7f000001/simple", "x"], [("0x7f000001", 80)]),
+    ("openssl", ["s_client", "-connect", "127.0.0.1:443"], [("127.0.0.1", 443)]),
+    ("git", ["clone", "git@github.com:me/repo.git"], [("github.com", 22)]),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "expected"), HOSTS)
+def test_the_hosts_a_command_names_are_found(
+    name: str, args: list[str], expected: list[tuple[str, int]]
+) -> None:
+    assert [(h, p) for h, p, _, _ in contacts(name, [Word(a) for a in args])] == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [
+        ("127.0.0.1", "127.0.0.1 is a loopback address"),
+        ("0x7f000001", "0x7f000001 (that is 127.0.0.1) is a loopback address"),
+        ("2130706433", "2130706433 (that is 127.0.0.1) is a loopback address"),
+        ("169.254.169.254", "169.254.169.254 is the cloud metadata address"),
+        ("[::1]", "::1 is a loopback address"),
+        ("LOCALHOST.", "localhost is a loopback address"),
+        ("192.168.1.5", "192.168.1.5 is a private network address"),
+        ("example.com", None),
+        ("8.8.8.8", None),
+    ],
+)
+def test_private_and_loopback_hosts_are_refused_in_any_spelling(
+    host: str, problem: str | None
+) -> None:
+    assert host_problem(host, Allowlist([])) == problem
+
+
+def test_allowed_hosts_open_a_private_address_for_commands_too() -> None:
+    allowed = Allowlist(["192.168.1.0/24", "homeassistant.local"])
+    assert host_problem("192.168.1.5", allowed) is None
+    assert host_problem("homeassistant.local", allowed) is None
+    assert host_problem("192.168.2.5", allowed) == "192.168.2.5 is a private network address"
+
+
+SEAL = """
+import os, subprocess, sys
+from bot.config import load_config
+from bot.security.own_env import is_dumpable, seal_process
+from bot.security.redact import config_secrets
+seal_process(config_secrets(load_config(sys.argv[1]).config))
+print("sealed", is_dumpable(), "KEEP" in os.environ, flush=True)
+child = subprocess.run(["env"], capture_output=True, text=True).stdout
+print("child", "TOKEN" in child, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_daemon_keeps_its_secrets_out_of_its_environment(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${PROBE_API_KEY}"\n'
+        '[general]\ndata_dir = "data"\n'
+    )
+    secret = "sk-probe-0123456789abcdef"
+    env = {
+        "PATH": os.environ["PATH"],
+        "PROBE_API_KEY": secret,
+        "KEEP": "ordinary",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SEAL, str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        assert proc.stdout.readline().split() == ["sealed", "False", "True"]
+        assert proc.stdout.readline().split() == ["child", "False"]
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes()  # root may still read it
+        assert secret.encode() not in environ
+        assert b"KEEP=ordinary" in environ
+    finally:
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def test_a_systemd_credential_stands_in_for_an_unset_variable(tmp_path: Path) -> None:
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    (credentials / "TELEGRAM_BOT_TOKEN").write_text("123:from-a-credential\n")
+    env = with_credentials({"CREDENTIALS_DIRECTORY": str(credentials), "OTHER": "x"})
+    assert env["TELEGRAM_BOT_TOKEN"] == "123:from-a-credential"
+    already = with_credentials(
+        {"CREDENTIALS_DIRECTORY": str(credentials), "TELEGRAM_BOT_TOKEN": "from-env"}
+    )
+    assert already["TELEGRAM_BOT_TOKEN"] == "from-env"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${TELEGRAM_BOT_TOKEN}"\n'
+    )
+    loaded = load_config(config, env=env)
+    assert loaded.config.provider.api_key is not None
+    assert loaded.config.provider.api_key.get_secret_value() == "123:from-a-credential"
