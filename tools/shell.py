@@ -15,11 +15,12 @@ limit that stops every process it started, and a cap on the output kept
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,8 +34,8 @@ from bot.security.sandbox import (
     SandboxLayout,
     SandboxMode,
     find_sandbox,
-    hidden_for,
 )
+from bot.security.sandbox_wire import SOCKET_ENV
 from bot.security.shell_lexer import ShellSyntaxError, shape
 from bot.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
 from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 SHELL = "/bin/sh"
 KEPT_VARIABLES = frozenset({"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR"})
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+HOST_CHECK_S = 5.0
 
 
 def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
@@ -56,21 +58,19 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
         return []
     config = security.config
     guard = security.paths
-    layout = SandboxLayout(
+    layout = SandboxLayout(  # the forbidden places include PinClaw's own (security.kit)
         workspace=guard.workspace,
         writable=guard.roots[1:],
-        hidden=hidden_for(
-            [Path(place) for place in guard.forbidden], loaded.data_dir, loaded.path, guard.home
-        ),
+        hidden=tuple(Path(place) for place in guard.forbidden),
         home=guard.home,
     )
-    sandbox = _sandbox(layout, config.shell_sandbox)
+    sandbox = _sandbox(layout, config.shell_sandbox, os.environ.get(SOCKET_ENV, ""))
     return shell_tools(security, sandbox)
 
 
 @functools.cache
-def _sandbox(layout: SandboxLayout, mode: SandboxMode) -> Sandbox | None:
-    """Find the sandbox once per layout, and say once what commands will run in."""
+def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox | None:
+    """Find the sandbox once per layout (and helper socket); say once where commands run."""
     check = find_sandbox(layout, mode)
     if mode == "off":
         log.info("shell commands run without the kernel sandbox: %s", check.summary)
@@ -95,7 +95,7 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
     config, guard = security.config, security.paths
     hosts = Allowlist(config.allowed_hosts)
 
-    def examine(ctx: ToolContext, command: str) -> LineVerdict:
+    def verdict_for(ctx: ToolContext, command: str) -> LineVerdict:
         from bot.security.shell_risk import examine  # loaded on the first shell call
 
         return examine(
@@ -108,7 +108,7 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
         )
 
     def assess(ctx: ToolContext, command: str, timeout_s: int | None = None) -> Assessment:
-        return examine(ctx, command).assessment
+        return verdict_for(ctx, command).assessment
 
     # The registry's own timeout must leave room for stopping the process group.
     @tool(
@@ -135,20 +135,14 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
         stopped when the command ends, and a command running past its time limit is
         stopped. Risky commands need a person's approval or are refused.
         """
-        verdict = examine(ctx, command)
+        verdict = verdict_for(ctx, command)
         if verdict.assessment.forbidden:  # the gate refuses these first; never run one
             raise Refused(f"refused: {verdict.assessment.reason}")
         # Only a call someone approved (or the owner's autonomy let through) reaches
         # the network; what runs without asking never does.
         network = verdict.assessment.risk != "low"
-        if network:
-            for host, port in verdict.hosts:
-                try:
-                    await security.net.addresses(host, port)
-                except Refused as exc:
-                    raise Refused(f"refused: the command names {host}: {exc}") from None
-                except ToolError:
-                    pass  # an unknown name: the command will say so itself
+        if network and verdict.hosts:
+            await _judge_hosts(security, verdict.hosts)
         limit = (
             config.shell_timeout_s if timeout_s is None else min(timeout_s, config.shell_timeout_s)
         )
@@ -164,6 +158,7 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
             env=env,
             limit_s=limit,
             max_bytes=config.shell_max_output_bytes,
+            via=sandbox.via if sandbox is not None else None,
         )
         text = outcome.render()
         if outcome.timed_out:
@@ -172,6 +167,23 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
         return ToolResult.success(text)
 
     return [shell]
+
+
+async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) -> None:
+    """Look up the host names a command names; refuse one that leads to a private address.
+
+    Bounded in time: a slow resolver must not hold an approved command forever
+    (the command looks the names up again itself; the approver saw them).
+    """
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(HOST_CHECK_S):
+            for host, port in hosts:
+                try:
+                    await security.net.addresses(host, port)
+                except Refused as exc:
+                    raise Refused(f"refused: the command names {host}: {exc}") from None
+                except ToolError:
+                    continue  # an unknown name: the command will say so itself
 
 
 def rule_key(values: BaseModel) -> str:

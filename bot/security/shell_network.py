@@ -56,18 +56,14 @@ URL_OPTIONS = frozenset(
     {
         "--registry",
         "--index-url",
-        "-i",
         "--extra-index-url",
         "--find-links",
-        "-f",
         "--proxy",
-        "-x",
         "--preproxy",
         "--url",
         "--remote",
         "--server",
         "--host",
-        "-H",
         "--trusted-host",
         "--socks4",
         "--socks4a",
@@ -77,6 +73,8 @@ URL_OPTIONS = frozenset(
     }
 )
 """Options whose value names a host or URL the command talks to."""
+_SHORT_URL_OPTIONS = {"pip": {"-i", "-f"}, "uv": {"-i", "-f"}, "curl": {"-x"}}
+"""Short options that name a URL only for some commands (``pip -i``, ``curl -x``)."""
 
 PROXY_VARIABLES = words(
     """
@@ -108,6 +106,25 @@ _BARE_URL_COMMANDS = frozenset({"curl", "wget", "http", "https", "xh", "fetch", 
 Contact = tuple[str, int, str, bool]
 """(host, port, as written, whether to look the name up before the command runs)"""
 _VALUE_OPTIONS = frozenset({"-p", "-P", "-o", "-O", "-e", "-l", "-w", "-c", "-t", "-W", "-q"})
+_COMMAND_VALUE_OPTIONS = {
+    "curl": words(
+        """
+        -m --max-time -d --data --data-binary --data-raw --data-urlencode --json -H --header
+        -A --user-agent -u --user -X --request -o --output -w --write-out -e --referer
+        -b --cookie -c --cookie-jar -T --upload-file -F --form -r --range -K --config
+        -C --continue-at -E --cert --key --cacert -D --dump-header --connect-timeout
+        --retry --retry-delay --retry-max-time --limit-rate -Y -y -z --time-cond
+        --max-filesize --oauth2-bearer --proto --proto-redir -U --proxy-user
+        """
+    ),
+    "wget": words(
+        """
+        -O -o -a -P -t --tries -T --timeout -w --wait -e --execute -U --user-agent
+        --header --post-data --post-file --body-data --body-file -Q --quota -l --level
+        -A -R -D --user --password --http-user --http-password --method -B --base
+        """
+    ),
+}
 
 
 def host_problem(host: str, allowed: Allowlist | None) -> str | None:
@@ -152,8 +169,9 @@ def contacts(name: str, args: Sequence[Word]) -> list[Contact]:
         index += 1
         text = words[index].text
         option, eq, value = text.partition("=")
-        plain = not text.startswith("-") and not _after_value_option(words, index)
-        if text in URL_OPTIONS and index + 1 < len(words):
+        plain = not text.startswith("-") and not _after_value_option(words, index, name)
+        url_option = text in URL_OPTIONS or text in _SHORT_URL_OPTIONS.get(name, ())
+        if url_option and index + 1 < len(words):
             index += 1
             found += _hosts_in(words[index].text)
         elif eq and option in URL_OPTIONS:
@@ -177,8 +195,9 @@ def contacts(name: str, args: Sequence[Word]) -> list[Contact]:
     return found
 
 
-def _after_value_option(words: Sequence[Word], index: int) -> bool:
-    return index > 0 and words[index - 1].text in _VALUE_OPTIONS
+def _after_value_option(words: Sequence[Word], index: int, name: str) -> bool:
+    options = _COMMAND_VALUE_OPTIONS.get(name, _VALUE_OPTIONS)
+    return index > 0 and words[index - 1].text in options
 
 
 def _remote(text: str) -> bool:
