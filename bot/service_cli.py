@@ -1,11 +1,12 @@
 """``pinclaw service install | uninstall | status``: PinClaw as a systemd service.
 
-``install`` renders the ``systemd/pinclaw.service`` template with this
-installation's ``pinclaw`` script, the config file, the data directory it
-names and (system scope) the account, writes the unit to
+``install`` renders the ``systemd/`` templates (``bot.service_units``: the
+daemon's ``pinclaw.service`` and the shell sandbox's socket and helper) with
+this installation's ``pinclaw`` script, the config file, the data directory it
+names and (system scope) the account, writes the units to
 ``~/.config/systemd/user/`` (``--user``) or ``/etc/systemd/system/``
 (``--system``), creates the secrets file next to the config if it is missing,
-and runs ``systemctl daemon-reload`` and ``enable --now``. Where systemctl
+and runs ``systemctl daemon-reload`` and ``enable --now`` (socket first). Where systemctl
 cannot run, the unit is still written and the commands are printed to run by
 hand. The exit code is 0 when everything was done, 1 when something was not.
 
@@ -25,27 +26,19 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import ConfigError, UserError
+from bot.service_units import ENABLED, UNIT, UNITS, render_units
 
 Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
 
-UNIT = "pinclaw.service"
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 SYSTEMCTL_ENV = "PINCLAW_SYSTEMCTL"
 ENV_FILE = "pinclaw.env"
 DEVICE_GROUPS = ("gpio", "i2c", "dialout")
-# Keys a user manager cannot honour (see the template's header), and the reverse.
-SYSTEM_ONLY = frozenset(
-    {"User", "Group", "SupplementaryGroups", "DevicePolicy", "DeviceAllow", "ProtectProc"}
-    | {"ProtectControlGroups", "RemoveIPC", "Wants", "After"}
-)
-USER_ONLY = frozenset({"PrivateUsers"})
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 _UNSAFE = re.compile(r"[\s\"'\\\x00-\x1f\x7f]")
 _ENV_TEMPLATE = """\
 # Secrets for the PinClaw service: one NAME=value line each, no quotes needed.
@@ -65,8 +58,12 @@ class Target:
 
     @property
     def unit_path(self) -> Path:
-        """The unit file."""
+        """The daemon's unit file."""
         return self.unit_dir / UNIT
+
+    def unit_paths(self) -> list[Path]:
+        """Every unit file PinClaw installs here."""
+        return [self.unit_dir / name for name in UNITS]
 
     @property
     def label(self) -> str:
@@ -127,6 +124,18 @@ def add_service_commands(
     actions.add_parser("uninstall", parents=[common, scope], help="stop, disable, remove it")
     actions.add_parser("status", parents=[common, scope], help="systemctl status pinclaw")
     service.set_defaults(handler=run_service)
+    helper = sub.add_parser(
+        "sandbox-exec",
+        parents=[common],
+        help="run one shell command in the sandbox (started by pinclaw-sandbox.socket)",
+    )
+    helper.set_defaults(handler=_sandbox_exec)
+
+
+def _sandbox_exec(args: argparse.Namespace) -> int:
+    from bot.security.sandbox_wire import serve_connection
+
+    return serve_connection(0)
 
 
 def run_service(args: argparse.Namespace) -> int:
@@ -152,7 +161,7 @@ def install(args: argparse.Namespace) -> int:
     with _home(home):
         config = Path(getattr(args, "config", None) or _config_path()).expanduser().absolute()
         env_file = config.parent / ENV_FILE
-        data_dir = _data_dir(config, env_file, account)
+        data_dir, devices = _checked_config(config, env_file, account)
     groups = [g for g in DEVICE_GROUPS if _group_exists(g)]
     values: dict[str, str | None] = {
         "pinclaw": _unit_path(_pinclaw_script()),
@@ -163,18 +172,22 @@ def install(args: argparse.Namespace) -> int:
         "group": None if user_scope else grp.getgrgid(account.pw_gid).gr_name,
         "device_groups": " ".join(groups) or None,
         "wanted_by": "default.target" if user_scope else "multi-user.target",
+        "private_devices": None if devices else "yes",
     }
-    unit = render_unit(read_template(), values, user_scope=user_scope)
-    steps = [target.systemctl("daemon-reload"), target.systemctl("enable", "--now", UNIT)]
+    units = render_units(values, user_scope=user_scope)
+    steps = [target.systemctl("daemon-reload"), target.systemctl("enable", "--now", *ENABLED)]
     if args.dry_run:
-        print(f"# pinclaw service install --dry-run: would write {target.unit_path}")
-        print(unit, end="")
+        for name, text in units.items():
+            print(f"# pinclaw service install --dry-run: would write {target.unit_dir / name}")
+            print(text, end="")
         print(f"# and then run: {_joined(steps)}")
         return 0
     _make_private_dir(data_dir, account)
     created = _ensure_env_file(env_file, account)
-    _write_unit(target.unit_path, unit)
-    print(f"Wrote {target.unit_path} ({target.label}, data in {data_dir}).")
+    for name, text in reversed(units.items()):  # the daemon's unit last
+        _write_unit(target.unit_dir / name, text)
+    others = ", ".join(name for name in UNITS if name != UNIT)
+    print(f"Wrote {target.unit_path} ({target.label}, data in {data_dir}), and {others}.")
     print(f"Secrets go in {env_file}{_env_file_note(env_file, created)}.")
     for note in _group_notes(account, groups, user_scope):
         print(note)
@@ -199,9 +212,10 @@ def uninstall(target: Target) -> int:
         print(f"Nothing to remove: there is no {target.unit_path}.")
         return 0
     target.check_root("uninstall")
-    failed = _run_steps([target.systemctl("disable", "--now", UNIT)])
+    failed = _run_steps([target.systemctl("disable", "--now", *reversed(ENABLED))])
     # The enable links too, in case systemctl could not remove them.
-    for path in [target.unit_path, *target.unit_dir.glob(f"*.wants/{UNIT}")]:
+    links = [link for name in ENABLED for link in target.unit_dir.glob(f"*.wants/{name}")]
+    for path in [*target.unit_paths(), *links]:
         path.unlink(missing_ok=True)
     print(f"Removed {target.unit_path} (the data and the secrets file stay).")
     if failed:
@@ -225,64 +239,6 @@ def status(target: Target) -> int:
         return 0 if subprocess.run(command, check=False).returncode == 0 else 1
     except OSError as exc:
         raise UserError(f"could not run {command[0]} ({exc.strerror or exc})") from None
-
-
-def render_unit(template: str, values: Mapping[str, str | None], *, user_scope: bool) -> str:
-    """Fill in the ``{placeholders}``; drop the other scope's lines and those valued None.
-
-    The template's leading comment gives way to a short header, and a comment
-    goes with the directive right after it when that one is dropped.
-    """
-    dropped = SYSTEM_ONLY if user_scope else USER_ONLY
-    lines = template.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("["))
-    flag = "--user" if user_scope else "--system"
-    systemctl = "systemctl --user" if user_scope else "systemctl"
-    out = [
-        f"# Written by `pinclaw service install {flag}` from PinClaw's systemd/pinclaw.service;",
-        f"# reinstalling replaces it. Change settings with `{systemctl} edit pinclaw`.",
-        "",
-    ]
-    comments: list[str] = []  # waiting for the directive they explain
-    for line in lines[start:]:
-        if line.startswith("#"):
-            comments.append(line)
-        elif line.strip() and not line.startswith("["):
-            filled = None if line.split("=", 1)[0] in dropped else _fill(line, values)
-            out += [*comments, filled] if filled is not None else []
-            comments = []
-        else:
-            out += [*comments, line]
-            comments = []
-    text = "\n".join([*out, *comments])
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
-
-
-def read_template() -> str:
-    """The unit template's text: installed data files first, then the source tree."""
-    candidates = [
-        Path(sysconfig.get_path("data"), "share", "pinclaw", "systemd", UNIT),
-        Path(__file__).resolve().parents[1] / "systemd" / UNIT,
-    ]
-    for path in candidates:
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise UserError(
-        f"cannot find the unit template ({candidates[-1]}); reinstall PinClaw with `pip install .`"
-    )
-
-
-def _fill(line: str, values: Mapping[str, str | None]) -> str | None:
-    missing = False
-
-    def value(match: re.Match[str]) -> str:
-        nonlocal missing
-        found = values[match.group(1)]  # a KeyError is a template bug, not a user error
-        missing = missing or found is None
-        return found or ""
-
-    filled = _PLACEHOLDER.sub(value, line)
-    return None if missing else filled
 
 
 def _installed(scope: str | None, unit_dir: Path | None) -> Target:
@@ -336,9 +292,10 @@ def _config_path() -> Path:
     return config_path()
 
 
-def _data_dir(config: Path, env_file: Path, account: pwd.struct_passwd) -> Path:
+def _checked_config(config: Path, env_file: Path, account: pwd.struct_passwd) -> tuple[Path, bool]:
     """Validate the config as the service will see it (its environment comes from
-    ``env_file`` alone) and return the data directory; call it inside ``_home``."""
+    ``env_file`` alone); the data directory, and whether it names hardware devices.
+    Call it inside ``_home``."""
     from bot.config import load_config
 
     env = {"HOME": str(Path.home()), "USER": account.pw_name, "LOGNAME": account.pw_name}
@@ -349,7 +306,10 @@ def _data_dir(config: Path, env_file: Path, account: pwd.struct_passwd) -> Path:
         if "environment variable" not in str(exc):
             raise
         raise ConfigError(f"{exc}; the service reads variables only from {env_file}") from None
-    return loaded.data_dir.absolute()
+    hardware = loaded.config.hardware
+    named = hardware.gpio or hardware.serial or hardware.sensors or hardware.i2c.buses
+    devices = hardware.pin_factory != "mock" and bool(named or hardware.allow_raw_pins)
+    return loaded.data_dir.absolute(), devices
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -7,24 +7,37 @@ without it. The secrets tests run a real Python process and read its
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 import tools.shell
 from bot.config import LoadedConfig, load_config, parse_config, with_credentials
+from bot.conversation import ToolCall
 from bot.errors import ConfigError
+from bot.messages import SessionKey
 from bot.security.kit import build_security
 from bot.security.net_addresses import Allowlist
 from bot.security.sandbox import SandboxLayout, find_sandbox
+from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
 from bot.security.shell_lexer import Word
 from bot.security.shell_network import contacts, host_problem
+from bot.tool_api import ToolContext
+from bot.tool_registry import ToolRegistry
+from tests.cli_helpers import PINCLAW
+from tests.test_shell_tool import wait_for_pids, wait_until_gone
 
 
 def layout(tmp_path: Path, **extra: object) -> SandboxLayout:
@@ -247,3 +260,162 @@ def test_a_systemd_credential_stands_in_for_an_unset_variable(tmp_path: Path) ->
     loaded = load_config(config, env=env)
     assert loaded.config.provider.api_key is not None
     assert loaded.config.provider.api_key.get_secret_value() == "123:from-a-credential"
+
+
+# -- the helper behind pinclaw-sandbox.socket ----------------------------------------------
+
+
+class SocketActivation:
+    """What systemd does for ``pinclaw-sandbox.socket`` (``Accept=yes``): listen, and start
+    ``pinclaw sandbox-exec`` with each connection as its standard input and output."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.helpers: list[subprocess.Popen[bytes]] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                fd = conn.fileno()
+                self.helpers.append(
+                    subprocess.Popen([str(PINCLAW), "sandbox-exec"], stdin=fd, stdout=fd)
+                )
+
+    def close(self) -> None:
+        self.server.close()
+        for helper in self.helpers:
+            helper.wait(timeout=30)
+
+
+@pytest.fixture
+def activation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketActivation]:
+    sockets = Path(tempfile.mkdtemp(prefix="pc-", dir="/tmp"))  # AF_UNIX paths must be short
+    served = SocketActivation(sockets / "sandbox.sock")
+    monkeypatch.setenv(SOCKET_ENV, str(served.path))
+    try:
+        yield served
+    finally:
+        served.close()
+        shutil.rmtree(sockets)
+
+
+def helper_registry(tmp_path: Path) -> ToolRegistry:
+    raw = {
+        "provider": {"kind": "ollama", "model": "m"},
+        "security": {"shell_sandbox": "required", "shell_timeout_s": 20},
+    }
+    loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "c.toml", tmp_path / "data")
+    return ToolRegistry(tools.shell.build(loaded, build_security(loaded)))
+
+
+def shell_context(tmp_path: Path) -> ToolContext:
+    return ToolContext(SessionKey("test", "1"), tmp_path / "data" / "workspace", ZoneInfo("UTC"))
+
+
+async def test_under_systemd_commands_run_through_the_helper(
+    tmp_path: Path, activation: SocketActivation
+) -> None:
+    layout_ = layout(tmp_path)
+    check = await asyncio.to_thread(find_sandbox, layout_, "required")
+    assert check.sandbox is not None and check.sandbox.via == str(activation.path)
+    assert check.summary.endswith(f"through {activation.path}")
+    registry = helper_registry(tmp_path)
+    command = "hostname; echo out; echo err >&2; ls -A /home | wc -l; exit 3"
+    result = await registry.execute(
+        ToolCall("1", "shell", {"command": command}), shell_context(tmp_path)
+    )
+    assert result.ok, result.error
+    assert result.output.startswith("exit code 3 (")
+    assert result.output.splitlines()[1:] == ["pinclaw-sandbox", "out", "err", "0"]
+    assert len(activation.helpers) >= 2  # the check at start, then the command
+
+
+async def test_the_helper_stops_the_command_at_the_time_limit(
+    tmp_path: Path, activation: SocketActivation
+) -> None:
+    registry = helper_registry(tmp_path)
+    # Long enough for the helper to start even on a busy machine, short enough to wait for.
+    arguments = {"command": "sleep 300.4711 & sleep 300.4712 & wait", "timeout_s": 4}
+    call = asyncio.create_task(
+        registry.execute(ToolCall("1", "shell", arguments), shell_context(tmp_path))
+    )
+    pids = await wait_for_pids("300.4711") + await wait_for_pids("300.4712")
+    result = await call
+    assert not result.ok and result.error is not None
+    assert "did not finish within 4 s" in result.error
+    for pid in pids:
+        assert await wait_until_gone(pid)
+
+
+async def test_a_cancelled_call_makes_the_helper_stop_the_command(
+    tmp_path: Path, activation: SocketActivation
+) -> None:
+    registry = helper_registry(tmp_path)
+    call = asyncio.create_task(
+        registry.execute(
+            ToolCall("1", "shell", {"command": "sleep 300.5813; echo never"}),
+            shell_context(tmp_path),
+        )
+    )
+    pids = await wait_for_pids("300.5813")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    for pid in pids:
+        assert await wait_until_gone(pid)
+
+
+def test_the_helper_runs_bubblewrap_and_nothing_else(
+    tmp_path: Path, activation: SocketActivation
+) -> None:
+    with pytest.raises(SandboxUnavailable, match=r"runs bubblewrap \(bwrap\) and nothing else"):
+        run_remote_blocking(
+            str(activation.path), ["/bin/sh", "-c", "id"], cwd=tmp_path, env={}, timeout_s=10
+        )
+
+
+def test_without_the_helper_the_local_sandbox_is_tried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SOCKET_ENV, str(tmp_path / "no-such.sock"))
+    check = find_sandbox(layout(tmp_path), "auto")
+    assert check.sandbox is not None and check.sandbox.via is None
+
+
+async def test_a_host_name_that_leads_to_loopback_is_refused_before_the_command_runs(
+    tmp_path: Path,
+) -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return {"sneaky.test": ["127.0.0.1"], "fine.test": ["93.184.215.14"]}[host]
+
+    raw = {"provider": {"kind": "ollama", "model": "m"}, "security": {"autonomy": "full"}}
+    loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "c.toml", tmp_path / "data")
+    registry = ToolRegistry(tools.shell.build(loaded, build_security(loaded, resolver=resolver)))
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        command = f"curl -s -m 5 http://sneaky.test:{port}/ || echo tried"
+        result = await registry.execute(
+            ToolCall("1", "shell", {"command": command}), shell_context(tmp_path)
+        )
+        assert result.error == (
+            "refused: the command names sneaky.test: the host sneaky.test resolves to "
+            "127.0.0.1, a loopback address"
+        )
+        fine = await registry.execute(
+            ToolCall(
+                "2",
+                "shell",
+                {"command": "echo http://fine.test/ | wc -c; curl --version >/dev/null"},
+            ),
+            shell_context(tmp_path),
+        )
+        assert fine.ok, fine.error

@@ -177,13 +177,13 @@ async def test_a_timeout_stops_the_whole_process_group(
         "sleep 300.1731 & echo started; wait"
     )
     started = time.monotonic()
-    call = asyncio.create_task(run(registry, ctx, command, timeout_s=2))
+    call = asyncio.create_task(run(registry, ctx, command, timeout_s=3))
     pids = await wait_for_pids("stubborn-7f3a") + await wait_for_pids("300.1731")
     result = await call
-    assert time.monotonic() - started < 9
+    assert time.monotonic() - started < 12
     assert not result.ok
     assert result.error is not None
-    assert "did not finish within 2 s" in result.error
+    assert "did not finish within 3 s" in result.error
     assert result.output.startswith("stopped after")
     assert "started" in result.output
     for pid in pids:

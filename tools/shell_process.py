@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.errors import ToolError
+from bot.security.sandbox_wire import SandboxUnavailable, run_remote
 
 STOP_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 POLL_S = 0.05
@@ -93,9 +94,20 @@ class Outcome:
 
 
 async def run_command(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], limit_s: float, max_bytes: int
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limit_s: float,
+    max_bytes: int,
+    via: str | None = None,
 ) -> Outcome:
-    """Run ``argv`` in its own session in ``cwd``; stop the whole group at the limit."""
+    """Run ``argv`` in its own session in ``cwd``; stop the whole group at the limit.
+
+    ``via``: the socket of the sandbox helper that runs it instead (under systemd).
+    """
+    if via is not None:
+        return await _run_via(via, argv, cwd=cwd, env=env, limit_s=limit_s, max_bytes=max_bytes)
     started = time.monotonic()
     try:
         await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
@@ -134,6 +146,29 @@ async def run_command(
             _signal_group(proc.pid, signal.SIGKILL)
         reader.cancel()  # done by now, or held open by a process that left the group
     return Outcome(proc.returncode, timed_out, seconds, capture)
+
+
+async def _run_via(
+    socket_path: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limit_s: float,
+    max_bytes: int,
+) -> Outcome:
+    """``run_command`` through the helper; leaving (limit, cancel) makes it kill the command."""
+    started = time.monotonic()
+    capture = Capture(max_bytes)
+    await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
+    try:
+        async with asyncio.timeout(limit_s):
+            status = await run_remote(socket_path, argv, cwd=cwd, env=env, output=capture.add)
+    except TimeoutError:
+        return Outcome(None, True, time.monotonic() - started, capture)
+    except SandboxUnavailable as exc:
+        raise ToolError(f"the command could not be started in the sandbox: {exc}") from None
+    return Outcome(status, False, time.monotonic() - started, capture)
 
 
 async def _exited(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:

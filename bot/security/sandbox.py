@@ -18,16 +18,15 @@ the namespace with its parent; with ``unshare`` all of that would be ours.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-log = logging.getLogger(__name__)
+from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
 
 SandboxMode = Literal["auto", "required", "off"]
 
@@ -60,11 +59,17 @@ class SandboxLayout:
 
 
 class Sandbox:
-    """Builds the ``bwrap`` command line that runs one command inside the layout."""
+    """Builds the ``bwrap`` command line that runs one command inside the layout.
 
-    def __init__(self, program: str, layout: SandboxLayout, *, disable_userns: bool) -> None:
+    ``via`` is the socket of the helper that runs it (under systemd), else None.
+    """
+
+    def __init__(
+        self, program: str, layout: SandboxLayout, *, disable_userns: bool, via: str | None = None
+    ) -> None:
         self.program = program
         self.layout = layout
+        self.via = via
         self._disable_userns = disable_userns
 
     def command(self, argv: Sequence[str], *, cwd: Path, network: bool) -> list[str]:
@@ -166,12 +171,32 @@ class SandboxCheck:
 
 
 def find_sandbox(layout: SandboxLayout, mode: SandboxMode) -> SandboxCheck:
-    """Look for a working ``bwrap`` and try the layout once with ``/bin/true``."""
+    """Look for a working ``bwrap`` and try the layout once with ``/bin/true``.
+
+    Under systemd (``$PINCLAW_SANDBOX_SOCKET`` set by the unit) the helper
+    behind that socket is tried first: the service itself may not create
+    namespaces.
+    """
     if mode == "off":
         return SandboxCheck(None, "off in the config (security.shell_sandbox)")
     program = shutil.which("bwrap")
     if program is None:
         return SandboxCheck(None, "bubblewrap is not installed (the package is `bubblewrap`)")
+    disable_userns = _knows_disable_userns(program)
+    via = os.environ.get(SOCKET_ENV, "")
+    helper_problem = ""
+    if via:
+        helper = Sandbox(program, layout, disable_userns=disable_userns, via=via)
+        helper_problem = _try(helper)
+        if not helper_problem:
+            return SandboxCheck(helper, f"bubblewrap ({program}) through {via}")
+    local = _local(program, layout, disable_userns)
+    if local.sandbox is None and helper_problem:
+        return SandboxCheck(None, f"{helper_problem}; and {local.summary}")
+    return local
+
+
+def _knows_disable_userns(program: str) -> bool:
     try:
         usage = subprocess.run(
             [program, "--help"],
@@ -180,9 +205,13 @@ def find_sandbox(layout: SandboxLayout, mode: SandboxMode) -> SandboxCheck:
             timeout=PROBE_TIMEOUT_S,
             check=False,
         ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        return SandboxCheck(None, f"bubblewrap ({program}) cannot be started: {exc}")
-    sandbox = Sandbox(program, layout, disable_userns="--disable-userns" in usage)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--disable-userns" in usage
+
+
+def _local(program: str, layout: SandboxLayout, disable_userns: bool) -> SandboxCheck:
+    sandbox = Sandbox(program, layout, disable_userns=disable_userns)
     problem = _try(sandbox)
     if problem:
         return SandboxCheck(None, f"bubblewrap ({program}) cannot create a sandbox here: {problem}")
@@ -191,9 +220,20 @@ def find_sandbox(layout: SandboxLayout, mode: SandboxMode) -> SandboxCheck:
 
 def _try(sandbox: Sandbox) -> str:
     """Why a trivial command fails in the sandbox ("" when it runs)."""
+    argv = sandbox.command(["/bin/true"], cwd=Path("/"), network=False)
+    if sandbox.via is not None:
+        try:
+            status, output = run_remote_blocking(
+                sandbox.via, argv, cwd=Path("/"), env={}, timeout_s=PROBE_TIMEOUT_S
+            )
+        except SandboxUnavailable as exc:
+            return str(exc)
+        lines = output.decode(errors="replace").strip().splitlines()
+        reason = lines[-1].removeprefix("bwrap: ") if lines else f"exit code {status}"
+        return "" if status == 0 else f"the sandbox helper at {sandbox.via} failed: {reason}"
     try:
         done = subprocess.run(
-            sandbox.command(["/bin/true"], cwd=Path("/"), network=False),
+            argv,
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT_S,
@@ -207,11 +247,3 @@ def _try(sandbox: Sandbox) -> str:
         return ""
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     return lines[-1].removeprefix("bwrap: ") if lines else f"exit code {done.returncode}"
-
-
-def hidden_for(
-    forbidden: Iterable[Path], data_dir: Path, config_file: Path, home: Path
-) -> tuple[Path, ...]:
-    """The places a sandbox hides beyond its defaults: forbidden paths, PinClaw's own files."""
-    own = [data_dir, config_file, config_file.parent / "pinclaw.env"]
-    return tuple(dict.fromkeys([*forbidden, *own, home]))
