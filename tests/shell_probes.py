@@ -81,6 +81,10 @@ STDIN_CODE = [
     "ed -s notes.txt <<< '!touch {out}'",
     "sh /dev/stdin arg1 arg2 < payload.sh",
     "bash /dev/stdin <<< $'touch {out}'",
+    # Programs that run another program through an option.
+    "rg --pre ./payload.sh line .",
+    "sort --compress-program=./payload.sh -S 1k notes.txt",
+    "git grep -O'sh payload.sh' line",
 ]
 
 PROCESS_SECRETS = [
@@ -151,6 +155,8 @@ CREDENTIALS = [
     "cat {data}/pinclaw.env",
     "cat {data}/config.toml",
     "cat ~/.bash_history",
+    "cat ~/.mozilla/firefox/profiles.ini",
+    "cat ~/.viminfo",
 ]
 
 NETWORK = [

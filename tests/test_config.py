@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from bot.channel_registry import CHANNELS, settings_model
 from bot.config import Config, ConfigMissing, load_config, parse_config
+from bot.config_security import DEFAULT_FORBIDDEN_PATHS
 from bot.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,6 +160,12 @@ def test_example_file_documents_every_key() -> None:
         if not re.search(rf"^#?\s*(\[\[?)?[\w.]*\b{re.escape(key)}\b", text, re.MULTILINE)
     ]
     assert missing == []
+
+
+def test_the_example_lists_the_forbidden_paths_that_apply_by_default() -> None:
+    example = tomllib.loads((ROOT / "pinclaw.example.toml").read_text())
+    assert example["security"]["forbidden_paths"] == DEFAULT_FORBIDDEN_PATHS
+    assert example["security"]["shell_sandbox"] == "auto"
 
 
 def _all_keys(model: type[BaseModel], prefix: str = "") -> list[str]:

@@ -63,7 +63,8 @@ def _git(w: Walker, call: Call) -> None:
     sub, rest = args[0].text, args[1:]
     texts = {a.text for a in rest}
     listing = not positional(rest) or bool(texts & GIT_LIST_FLAGS)
-    if any(t.startswith(("--upload-pack", "--receive-pack", "--exec", "ext::")) for t in texts):
+    runs = ("--upload-pack", "--receive-pack", "--exec", "ext::", "--open-files-in-pager")
+    if any(t.startswith(runs) for t in texts) or (sub == "grep" and _pager(texts)):
         w.add("high", f"git {sub} is told to run a program")
     lists = sub in GIT_LISTS and (listing or texts & {"list", "show", "get-url"})
     remote_verbs = {"show", "update", "prune"}
@@ -88,6 +89,11 @@ def _git(w: Walker, call: Call) -> None:
     else:
         w.add("medium", f"git {sub} changes the repository")
     w.judge_args(rest, "read")
+
+
+def _pager(texts: set[str]) -> bool:
+    """``git grep -O``/``-Oless``: the files are opened with a program."""
+    return any(t.startswith("-O") for t in texts)
 
 
 def _git_config(w: Walker, rest: list[Word]) -> None:

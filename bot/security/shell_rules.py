@@ -165,6 +165,17 @@ def _debugger(w: Walker, call: Call) -> None:
     w.judge_args(call.args, "read")
 
 
+@rule("gpio", "raspi-gpio", "pinctrl")
+def _pins(w: Walker, call: Call) -> None:
+    """Pin tools: reading pins is low; setting them operates devices (the GPIO tools ask)."""
+    reads = {"readall", "read", "get", "funcs", "help", "-v", "-h", "--help", "wfi", "lev"}
+    words = [a.text for a in positional(call.args)]
+    if words and words[0] not in reads:
+        w.add("medium", f"{call.name} {words[0]} operates GPIO pins")
+    elif not words and call.name == "raspi-gpio":
+        w.add("medium", "raspi-gpio without a command prints help or changes pins")
+
+
 @rule("kill", "pkill", "killall")
 def _kill(w: Walker, call: Call) -> None:
     w.add("medium", f"{call.name} stops processes")

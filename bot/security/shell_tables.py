@@ -24,7 +24,7 @@ LOW = words(
     test [ [[ sleep printenv locale lsb_release lscpu lsblk lsusb lspci lsmod nproc getconf
     arch tty vcgencmd sensors dmesg journalctl cd pushd popd dirs set unset shift read wait
     exit return local hash umask history : help man info whatis apropos look iconv numfmt
-    factor expr bc units pinout gpio raspi-gpio i2cdetect w who last users env
+    factor expr bc units pinout i2cdetect w who last users env
     """
 )
 """Read-only commands: they show things and change nothing (their paths are still judged)."""
@@ -235,5 +235,9 @@ RUNS_CODE_OPTIONS: dict[str, frozenset[str]] = {
     "hash": frozenset({"-p"}),
     "enable": frozenset({"-f"}),
     "script": frozenset({"-c", "--command"}),
+    "sort": frozenset({"--compress-program"}),
+    "rg": frozenset({"--pre"}),
+    "ag": frozenset({"--pager"}),
+    "ack": frozenset({"--pager"}),
 }
 """Options that make an otherwise ordinary program run another program or code."""
