@@ -33,10 +33,10 @@ SandboxMode = Literal["auto", "required", "off"]
 ETC_KEPT = frozenset(
     """
     passwd group hosts hostname resolv.conf nsswitch.conf host.conf gai.conf ld.so.cache
-    ld.so.conf ld.so.conf.d localtime timezone alternatives ssl ca-certificates
-    ca-certificates.conf mime.types magic magic.mime os-release debian_version rpi-issue
-    protocols services networks inputrc locale.alias locale.conf manpath.config mtab shells
-    papersize perl vim terminfo
+    ld.so.conf ld.so.conf.d localtime timezone alternatives ssl/certs ssl/openssl.cnf
+    ca-certificates ca-certificates.conf mime.types magic magic.mime os-release
+    debian_version rpi-issue protocols services networks inputrc locale.alias locale.conf
+    manpath.config mtab shells papersize perl vim terminfo
     """.split()  # noqa: SIM905 - a long list reads better as words
 )
 """What stays of /etc: what programs need to run, nothing that holds a secret."""
@@ -132,12 +132,16 @@ def _outermost(places: list[str]) -> list[str]:
 
 
 def _etc_kept() -> list[str]:
-    """The kept entries of /etc that exist here (and Python's own folders, python3.11/...)."""
+    """The kept entries of /etc that exist here (and Python's own folders, python3.11/...).
+
+    Of /etc/ssl only the certificates and OpenSSL's settings: its private keys stay out.
+    """
     try:
-        names = [n for n in os.listdir("/etc") if n in ETC_KEPT or n.startswith("python3")]
+        python = [name for name in os.listdir("/etc") if name.startswith("python3")]
     except OSError:
         return []
-    return [f"/etc/{name}" for name in sorted(names) if os.path.exists(f"/etc/{name}")]
+    names = sorted({*ETC_KEPT, *python})
+    return [f"/etc/{name}" for name in names if os.path.exists(f"/etc/{name}")]
 
 
 def _hidden_places(layout: SandboxLayout) -> list[str]:
