@@ -275,6 +275,7 @@ class SocketActivation:
         self.server.bind(str(path))
         self.server.listen()
         self.helpers: list[subprocess.Popen[bytes]] = []
+        self.connections = 0
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
@@ -284,6 +285,7 @@ class SocketActivation:
                 conn, _ = self.server.accept()
             except OSError:
                 return
+            self.connections += 1
             with conn:
                 fd = conn.fileno()
                 self.helpers.append(
@@ -291,7 +293,9 @@ class SocketActivation:
                 )
 
     def close(self) -> None:
+        self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept() in the thread
         self.server.close()
+        self.thread.join(timeout=10)
         for helper in self.helpers:
             helper.wait(timeout=30)
 
@@ -336,7 +340,8 @@ async def test_under_systemd_commands_run_through_the_helper(
     assert result.ok, result.error
     assert result.output.startswith("exit code 3 (")
     assert result.output.splitlines()[1:] == ["pinclaw-sandbox", "out", "err", "0"]
-    assert len(activation.helpers) >= 2  # the check at start, then the command
+    # The check above, the one when the tool was built, then the command.
+    assert activation.connections == 3
 
 
 async def test_the_helper_stops_the_command_at_the_time_limit(
