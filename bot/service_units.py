@@ -45,7 +45,7 @@ def render_unit(
     start = next(i for i, line in enumerate(lines) if line.startswith("["))
     flag = "--user" if user_scope else "--system"
     systemctl = "systemctl --user" if user_scope else "systemctl"
-    unit = name.replace("@.service", "@").removesuffix(".service")
+    unit = name if "@" in name else name.removesuffix(".service")
     out = [
         f"# Written by `pinclaw service install {flag}` from PinClaw's systemd/{name};",
         f"# reinstalling replaces it. Change settings with `{systemctl} edit {unit}`.",
