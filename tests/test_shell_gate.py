@@ -83,8 +83,15 @@ class Listener:
                     pass
 
     def close(self) -> None:
+        """Stop listening and wait for the threads: a thread still blocked in accept() on
+        a closed descriptor would take the connections of whatever socket reuses it."""
         for server in self._sockets:
+            with contextlib.suppress(OSError):
+                server.shutdown(socket.SHUT_RDWR)  # wakes the accept() in its thread
             server.close()
+        for thread in self._threads:
+            thread.join(timeout=10)
+            assert not thread.is_alive(), "a listener thread did not stop"
 
 
 @dataclass
