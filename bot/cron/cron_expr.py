@@ -1,36 +1,34 @@
-"""Cron expressions read as Vixie cron reads them, and the APScheduler trigger for them.
+"""Cron expressions read as Vixie cron reads them.
 
-APScheduler 3's own cron fields differ from cron where it matters: its weekday
-numbers start at Monday, and it always ANDs day-of-month with day-of-week. So each
-field is expanded here into its explicit values, and the CronTriggers are built
-from those (weekdays by name).
+APScheduler 3's ``CronTrigger`` differs from cron where it matters: its weekday
+numbers start at Monday, it always ANDs day-of-month with day-of-week, and it
+steps days by adding 24 hours, which skips a day after a spring-forward change.
+So each field is expanded here into its explicit values (a ``CronSpec``), and
+``bot.cron.wall_clock`` finds the times they name for the scheduler.
 
 Day-of-month and day-of-week: when both are restricted (neither starts with
 ``*``), a day matches if either does; otherwise both must match. ``*/2`` starts
 with ``*``, so "0 9 */2 * fri" means odd days that are Fridays, as in cron.
 
-DST, judged by the wall clock in the job's zone:
+DST, judged by the wall clock in the job's zone (details in ``bot.cron.wall_clock``):
 
 - a wall time skipped by a spring-forward gap fires once, at the first instant
-  after the gap (a 02:30 Berlin job runs at 03:00 CEST that day), whatever the
-  hour field says (Vixie cron drops such times for wildcard-hour jobs);
+  after the gap (a 02:30 Berlin job runs at 03:00 CEST that day), unless the hour
+  field covers all 24 hours: then the skipped times are dropped, as croniter does
+  (and Vixie cron for ``*`` hours): "30 * * * *" runs at 01:30 CET, 03:30 CEST;
 - a wall time that happens twice at fall-back fires once, at its first
   occurrence, when the hour field names hours, even under a minute wildcard
-  ("*/15 2 * * *" runs four times that day; Vixie cron would run it eight).
-  When the hour field is a wildcard (starts with ``*`` or lists all 24 hours)
-  the job keeps its real-time rhythm through the repeated hour, as in Vixie cron.
+  ("*/15 2 * * *" runs four times that day; croniter and Vixie cron would run it
+  eight). When the hour field is a wildcard (starts with ``*`` or lists all 24
+  hours) the job keeps its real-time rhythm through the repeated hour, as in croniter.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from datetime import tzinfo
 
-from apscheduler.triggers.base import BaseTrigger  # type: ignore[import-untyped, unused-ignore]
-from apscheduler.triggers.combining import OrTrigger  # type: ignore[import-untyped, unused-ignore]
-from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped, unused-ignore]
+from bot.cron.wall_clock import WallClockTrigger
 
 MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -43,7 +41,6 @@ MACROS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_TICK = timedelta(microseconds=1)
 _LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -73,7 +70,12 @@ _FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class CronSpec:
-    """A parsed cron expression: the values each field allows (weekdays 0 = Sunday)."""
+    """A parsed cron expression: the values each field allows (weekdays 0 = Sunday).
+
+    ``days_or_weekdays``: a day matches if either day field does (both restricted).
+    ``fixed_hours``: the hour field names hours (neither ``*...`` nor all 24), so a
+    repeated wall time at a fall-back change fires only once.
+    """
 
     text: str
     minutes: frozenset[int]
@@ -184,94 +186,6 @@ def _days_fit(spec: CronSpec) -> bool:
     return min(spec.days) <= max(_LONGEST_MONTH[month] for month in spec.months)
 
 
-def _listing(values: frozenset[int], low: int, high: int) -> str:
-    if len(values) == high - low + 1:
-        return "*"
-    return ",".join(str(value) for value in sorted(values))
-
-
 def cron_trigger(spec: CronSpec, zone: tzinfo) -> WallClockTrigger:
     """The APScheduler trigger that fires on ``spec`` in ``zone``, with the DST rules above."""
-    shared: dict[str, Any] = {
-        "minute": _listing(spec.minutes, 0, 59),
-        "hour": _listing(spec.hours, 0, 23),
-        "month": _listing(spec.months, 1, 12),
-        "timezone": zone,
-    }
-    day = _listing(spec.days, 1, 31)
-    weekday = ",".join(DAY_NAMES[number] for number in sorted(spec.weekdays))
-    if len(spec.weekdays) == 7:
-        weekday = "*"
-    if not spec.days_or_weekdays:
-        inner = CronTrigger(day=day, day_of_week=weekday, **shared)
-    elif _days_fit(spec):
-        by_day = CronTrigger(day=day, **shared)
-        inner = OrTrigger([by_day, CronTrigger(day_of_week=weekday, **shared)])
-    else:
-        # The day-of-month half never matches (say day 31 in February) and APScheduler
-        # would search to the year 9999 for it on every call, so leave it out.
-        inner = CronTrigger(day_of_week=weekday, **shared)
-    return WallClockTrigger(inner, zone, spec.text, once_per_wall_time=spec.fixed_hours)
-
-
-class WallClockTrigger(BaseTrigger):  # type: ignore[misc, unused-ignore]
-    """Fires when an inner cron trigger does, moved and thinned by PinClaw's DST rules."""
-
-    __slots__ = ("inner", "label", "once_per_wall_time", "zone")
-
-    def __init__(self, inner: Any, zone: tzinfo, label: str, *, once_per_wall_time: bool) -> None:
-        self.inner = inner
-        self.zone = zone
-        self.label = label
-        self.once_per_wall_time = once_per_wall_time
-
-    def get_next_fire_time(
-        self, previous_fire_time: datetime | None, now: datetime
-    ) -> datetime | None:
-        """The next fire time after ``previous_fire_time``, or from ``now`` if there is none."""
-        if previous_fire_time is not None:
-            # CronTrigger hands back previous_fire_time itself when ``now`` equals it, it
-            # is written in another zone (say UTC) and it falls in a repeated hour: PEP 495
-            # makes such datetimes unequal across zones, so its "step past it" check misses.
-            now = max(now.astimezone(UTC), previous_fire_time.astimezone(UTC) + _TICK)
-        fire: datetime | None = self.inner.get_next_fire_time(previous_fire_time, now)
-        while fire is not None:
-            if not (self.once_per_wall_time and _is_repeat(fire, self.zone)):
-                return real_instant(fire, self.zone)
-            fire = self.inner.get_next_fire_time(fire, fire.astimezone(UTC) + _TICK)
-        return None
-
-    def __str__(self) -> str:
-        return f"cron[{self.label} {self.zone}]"
-
-    def __repr__(self) -> str:
-        return f"<WallClockTrigger {self.label!r} in {self.zone} inner={self.inner!r}>"
-
-
-def _is_repeat(fire: datetime, zone: tzinfo) -> bool:
-    local = fire.astimezone(UTC).astimezone(zone)
-    return local.fold == 1 and local.replace(fold=0).utcoffset() != local.utcoffset()
-
-
-def real_instant(wall: datetime, zone: tzinfo) -> datetime:
-    """The instant a wall-clock reading in ``zone`` means (for one lost to a DST gap: its end).
-
-    ``wall`` is naive or already in ``zone``; its ``fold`` picks between the two
-    instants of a repeated reading (0, the default, is the first).
-    """
-    local = wall.replace(tzinfo=zone)
-    normal = local.astimezone(UTC).astimezone(zone)
-    if normal.replace(tzinfo=None) == local.replace(tzinfo=None):
-        return normal
-    # In a gap, fold=1 reads the wall time with the new offset (an instant before the
-    # change) and fold=0 with the old one (an instant after it); the change lies between.
-    early = math.floor(local.replace(fold=1).timestamp())
-    late = math.ceil(local.replace(fold=0).timestamp())
-    new_offset = datetime.fromtimestamp(late, zone).utcoffset()
-    while late - early > 1:
-        middle = (early + late) // 2
-        if datetime.fromtimestamp(middle, zone).utcoffset() == new_offset:
-            late = middle
-        else:
-            early = middle
-    return datetime.fromtimestamp(late, zone)
+    return WallClockTrigger(spec, zone)

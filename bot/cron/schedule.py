@@ -1,13 +1,16 @@
 """When scheduled jobs run: reading schedules, their APScheduler triggers, fire-time maths.
 
 A schedule is stored as plain text so it survives restarts, in one of three kinds:
-``cron`` (five Vixie-cron fields read in a zone, see ``bot.cron.cron_expr``),
+``cron`` (five Vixie-cron fields read in a zone, see ``bot.cron.cron_expr``; their
+fire times across DST changes are worked out in ``bot.cron.wall_clock``),
 ``every`` (a fixed interval of real time counted from an anchor instant) and
 ``at`` (one instant; "after 20m" is stored as the instant it names).
 
-Wall-clock input follows one DST rule everywhere: a reading that happens twice
-means its first occurrence, and a reading skipped by a spring-forward gap means
-the first instant after the gap.
+Wall-clock input follows one DST rule: a reading that happens twice means its
+first occurrence, and a reading skipped by a spring-forward gap means the first
+instant after the gap. Cron jobs with a wildcard hour keep their rhythm in real
+time instead (both copies of a repeated hour; skipped times dropped when the hour
+field covers all 24 hours); ``bot.cron.wall_clock`` has the details.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from apscheduler.triggers.interval import (  # type: ignore[import-untyped, unus
     IntervalTrigger,
 )
 
-from bot.cron.cron_expr import CronSpec, CronSyntaxError, cron_trigger, parse_cron, real_instant
+from bot.cron.cron_expr import CronSpec, CronSyntaxError, cron_trigger, parse_cron
 from bot.cron.durations import ScheduleError, format_duration, parse_duration
+from bot.cron.wall_clock import real_instant
 
 Kind = Literal["cron", "every", "at"]
 Misfire = Literal["skip", "run_once"]
