@@ -18,7 +18,7 @@ import httpx
 
 from bot.agent import Agent, ModelSettings
 from bot.config import LoadedConfig, SubAgentConfig
-from bot.db import Database
+from bot.db import Check, Database
 from bot.dispatch import ToolDispatch
 from bot.history import HistoryStore
 from bot.memory.service import MemoryService
@@ -55,10 +55,14 @@ class App:
 
 
 @asynccontextmanager
-async def open_app(loaded: LoadedConfig, *, resolver: Resolver | None = None) -> AsyncIterator[App]:
+async def open_app(
+    loaded: LoadedConfig, *, resolver: Resolver | None = None, check: Check = "header"
+) -> AsyncIterator[App]:
     """Build and start the core; close everything on exit, in reverse order.
 
-    ``resolver`` replaces DNS for the web tools (tests point names at fakes).
+    ``resolver`` replaces DNS for the web tools (tests point names at fakes);
+    ``check`` is how closely the database is examined on opening (``quick``
+    for the daemon).
     """
     config = loaded.config
     async with AsyncExitStack() as stack:
@@ -69,7 +73,7 @@ async def open_app(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         loaded.workspace.mkdir(mode=0o700, exist_ok=True)
         fresh = not loaded.database.exists()
         db = Database(loaded.database)
-        await db.open()
+        await db.open(check)
         stack.push_async_callback(db.close)
         history = HistoryStore(db)
         await history.setup()

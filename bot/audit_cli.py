@@ -6,14 +6,18 @@ import json
 from collections import deque
 from pathlib import Path
 
-from bot.errors import UserError
+from bot.errors import UsageError
 from bot.security.audit import verify
 
 
-def verify_audit(path: Path) -> int:
-    """Check the chain; print one line; exit 0 when it holds, 1 when it is broken."""
+def verify_audit(path: Path, *, named: bool = False) -> int:
+    """Check the chain; print one line; exit 0 when it holds (or there is none yet: a fresh
+    install), 1 when it is broken; a log ``named`` on the command line must exist."""
     if not path.exists():
-        raise UserError(f"there is no audit log at {path} yet (no tool has been called)")
+        if named:
+            raise UsageError(f"there is no file {path}")
+        print(f"{path}: no audit log yet (no tool has been called), nothing to verify")
+        return 0
     result = verify(path)
     if result.ok:
         print(f"{path}: OK, {result.entries} entries, the hash chain is intact")
@@ -28,7 +32,8 @@ def verify_audit(path: Path) -> int:
 def show_audit(path: Path, count: int) -> int:
     """Print the last ``count`` entries as one line each."""
     if not path.exists():
-        raise UserError(f"there is no audit log at {path} yet (no tool has been called)")
+        print(f"No audit entries yet ({path} appears with the first tool call).")
+        return 0
     with path.open(encoding="utf-8") as handle:
         last = deque((line for line in handle if line.strip()), maxlen=max(1, count))
     for raw in last:

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sqlite3
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.cron.cli import add_cron_commands
-from bot.errors import ConfigError, UserError
+from bot.db_cli import add_db_commands
+from bot.errors import ConfigError, UsageError, UserError
 from bot.hardware.cli import add_hardware_commands
 from bot.memory.cli import add_memory_commands
 from bot.service_cli import add_service_commands
@@ -28,21 +33,58 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pinclaw`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:  # bare `pinclaw`: say what there is
+        parser.print_help()
+        return 0
     from bot.logs import setup_logging
 
-    setup_logging(getattr(args, "log_level", None) or _default_level(args.command))
+    setup_logging(getattr(args, "log_level", None) or _default_level(args.subcommand))
+    return _leave_promptly(_handle(args))
+
+
+def _handle(args: argparse.Namespace) -> int:
+    """Run the command; every error becomes one line on stderr and an exit code."""
     try:
         code: int = args.handler(args)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         print(f"pinclaw: {exc}", file=sys.stderr)
         return 2
     except UserError as exc:
         print(f"pinclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(file=sys.stderr)
+        print("pinclaw: cancelled", file=sys.stderr)
         return 130
+    except sqlite3.DatabaseError as exc:
+        from bot.db import damaged_message, is_damage
+
+        why = damaged_message(None, str(exc)) if is_damage(exc) else f"the database failed: {exc}"
+        print(f"pinclaw: {why}", file=sys.stderr)
+        return 1
+    return code
+
+
+def _leave_promptly(code: int, wait_s: float = 3.0) -> int:
+    """``code``, once no worker thread is left that would keep the process alive.
+
+    Every part closes its threads itself; this is the net under that rule: a
+    thread still running after ``wait_s`` cannot hold the exit hostage.
+    """
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
 
 
@@ -67,10 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for add in (
         _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
-        add_memory_commands, add_hardware_commands, _files, add_service_commands,
+        add_memory_commands, add_hardware_commands, _files, add_db_commands, add_service_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser
@@ -202,10 +244,13 @@ def _run(args: argparse.Namespace) -> int:
     from bot.config import load_config
     from bot.daemon import run_daemon
     from bot.logs import setup_logging
+    from bot.run_lock import data_dir_lock
 
-    loaded = _sealed(load_config(_config_arg(args)))
-    setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
-    return asyncio.run(run_daemon(loaded))
+    loaded = load_config(_config_arg(args))
+    with data_dir_lock(loaded.data_dir):
+        _sealed(loaded)
+        setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
+        return asyncio.run(run_daemon(loaded))
 
 
 def _pairing(args: argparse.Namespace) -> int:
@@ -254,7 +299,7 @@ def _audit(args: argparse.Namespace) -> int:
     from bot.config import load_config
 
     if args.audit_command == "verify" and getattr(args, "path", None):
-        return verify_audit(Path(args.path).expanduser())
+        return verify_audit(Path(args.path).expanduser(), named=True)
     loaded = load_config(_config_arg(args))
     path = loaded.data_dir / loaded.config.security.audit_log
     if args.audit_command == "verify":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 
 from bot.config_base import Section, check_url, check_zone, empty_is_none
 from bot.config_errors import describe_validation_error
+from bot.config_files import check_paths, read_document
 from bot.config_hardware import HardwareConfig, HomeAssistantConfig
 from bot.config_memory import MemoryConfig
 from bot.config_schedule import CronConfig, HeartbeatConfig
@@ -130,6 +130,7 @@ class DaemonConfig(Section):
     busy_mode: Literal["queue", "collect"] = "queue"
     max_message_age_s: float = Field(default=3600.0, ge=0)
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    max_message_bytes: int = Field(default=16384, ge=0)
 
 
 class Config(Section):
@@ -197,18 +198,14 @@ def load_config(
             f"no config file at {path}; run `pinclaw onboard` to create one "
             f"(or pass --config PATH / set {CONFIG_ENV})"
         )
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the file: {exc}") from None
+    raw = read_document(path)
     values = env if env is not None else with_credentials(dict(os.environ))
     config = parse_config(raw, values, source=str(path))
     environ = env if env is not None else os.environ
     data_dir = Path(environ.get(DATA_DIR_ENV) or config.general.data_dir).expanduser()
     if not data_dir.is_absolute():
         data_dir = (path.parent / data_dir).resolve()
+    check_paths(data_dir, config, DATA_DIR_ENV if environ.get(DATA_DIR_ENV) else "general.data_dir")
     return LoadedConfig(config=config, path=path, data_dir=data_dir)
 
 

@@ -83,7 +83,7 @@ class Daemon:
                 f"{loaded.path}: no chat channel is enabled; add a [channels.telegram], "
                 "[channels.discord] or [channels.slack] table (see pinclaw.example.toml)"
             )
-        async with open_app(loaded) as app:
+        async with open_app(loaded, check="quick") as app:
             inbound, pairing, state = (
                 InboundStore(app.db),
                 PairingStore(app.db),

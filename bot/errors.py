@@ -36,6 +36,10 @@ class ConfigError(UserError):
     """The configuration is missing or invalid; the message names the key."""
 
 
+class UsageError(UserError):
+    """The command line asks for something impossible (exit code 2, like a config error)."""
+
+
 class ProviderError(UserError):
     """A model provider failed; ``retryable`` says whether trying again may help."""
 

@@ -9,7 +9,9 @@ are processed, so they survive a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -109,3 +111,38 @@ class OutboundMessage:
     def reply(cls, to: InboundMessage, text: str) -> OutboundMessage:
         """A reply to ``to`` in the same chat and thread."""
         return cls(to.channel, to.chat_id, text, to.thread_id, to.message_id)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (which no UTF-8 can hold) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def cleaned(message: InboundMessage) -> InboundMessage:
+    """``message`` with lone surrogates replaced in what a person wrote or is called."""
+    text, name, title = (
+        clean_text(message.text),
+        clean_text(message.sender_name),
+        clean_text(message.chat_title),
+    )
+    if (text, name, title) == (message.text, message.sender_name, message.chat_title):
+        return message
+    return dataclasses.replace(message, text=text, sender_name=name, chat_title=title)
+
+
+def too_long(text: str, limit: int) -> str | None:
+    """A short note for the sender when ``text`` is over ``limit`` bytes (0: no limit)."""
+    size = len(text.encode("utf-8", "replace"))
+    if not limit or size <= limit:
+        return None
+    return (
+        f"That message is too long for me: {_kib(size)}, and I read at most {_kib(limit)} "
+        "at once. Please send a shorter one, or split it up."
+    )
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:.1f} KiB" if size < 10 * 1024 else f"{size / 1024:,.0f} KiB"

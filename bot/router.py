@@ -36,7 +36,7 @@ from bot.chat_commands import HELP, parse_command
 from bot.config import DaemonConfig
 from bot.errors import UserError, bug_message, log_bug
 from bot.inbound import InboundStore
-from bot.messages import InboundMessage, OutboundMessage, SessionKey
+from bot.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
 from bot.pairing import PairingStore
 from bot.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.status import describe_status
@@ -81,6 +81,7 @@ class Router:
         """The inbox: store and queue ``message``; False if it was delivered before."""
         if self._closing:
             raise ShuttingDown("PinClaw is stopping")
+        message = cleaned(message)
         channel = self._channels.get(message.channel)
         if channel is None:
             log.warning("dropped a message from unknown channel %s", message.channel)
@@ -107,6 +108,15 @@ class Router:
                 message.channel,
                 message.age(),
             )
+            return True
+        if note := too_long(message.text, self._settings.max_message_bytes):
+            log.warning(
+                "not answering message %s on %s: %d bytes, over max_message_bytes",
+                message.message_id,
+                message.channel,
+                len(message.text.encode()),
+            )
+            self._spawn(self._reply(message, note))
             return True
         row = await self._inbound.record(message)
         if row is None:
@@ -293,6 +303,13 @@ class Router:
             status, note = "answered", ""
         for job in jobs:
             await self._inbound.mark(job.row_id, status, note)  # type: ignore[arg-type]
+
+    async def _reply(self, message: InboundMessage, text: str) -> None:
+        """A short answer that is not a turn (nothing stored, nothing for the model)."""
+        try:
+            await self._channels[message.channel].send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("a note to %s was not delivered: %s", message.session, exc)
 
     async def _mark_stopped(self, jobs: list[Job]) -> None:
         for job in jobs:

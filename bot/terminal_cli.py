@@ -6,6 +6,7 @@ with the terminal as its channel, exactly as a Telegram chat would.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import secrets
 import sys
@@ -14,13 +15,17 @@ from bot.app import open_app
 from bot.approvals.approvers import Approvers
 from bot.approvals.setup import approval_service
 from bot.config import LoadedConfig
+from bot.errors import UsageError
 from bot.inbound import InboundStore
-from bot.messages import InboundMessage
+from bot.messages import InboundMessage, clean_text, too_long
 from bot.router import Router, describe_chat
 
 
 async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:
     """Run one turn and return the reply; a named session continues its conversation."""
+    text = clean_text(text)
+    if note := too_long(text, loaded.config.daemon.max_message_bytes):
+        raise UsageError(f"{note} ([daemon] max_message_bytes)")
     async with open_app(loaded) as app:
         message = InboundMessage(
             channel="terminal",
@@ -61,9 +66,14 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
                 f"PinClaw chat with {loaded.config.provider.label}. "
                 "/help for commands, /quit or Ctrl-D to leave."
             )
-        await channel.run(router)
-        await router.drain()
-        await approvals.drain()
+        try:
+            await channel.run(router)
+            await router.drain()
+        except asyncio.CancelledError:  # Ctrl-C: stop the turn in progress, then leave
+            await router.shutdown(0)
+            raise
+        finally:
+            await approvals.drain()
     return 0
 
 

@@ -335,3 +335,39 @@ async def test_a_message_delivered_long_after_it_was_sent_is_not_answered(
     await router.drain()
     assert channel.texts() == ["You said: from just now"]
     assert "it was sent 86400 s ago (max_message_age_s)" in caplog.text
+
+
+async def test_a_lone_surrogate_is_replaced_and_the_message_answered(
+    make_router: Any, llm: FakeLLM
+) -> None:
+    channel = FakeChannel()
+    router, inbound, _ = await make_router(channel)
+    llm.queue(Say("Got it"))
+    assert await router.put(dm("half an emoji: \ud83d and more", sender_name="An\udc00a"))
+    await channel.wait_sent(1)
+    await router.drain()
+    assert channel.texts() == ["Got it"]
+    [request] = llm.requests
+    said = request.body["messages"][-1]["content"]
+    assert "half an emoji: \ufffd and more" in said
+    assert await inbound.pending() == []
+
+
+async def test_a_message_over_the_size_limit_gets_a_note_and_never_reaches_the_model(
+    make_router: Any, llm: FakeLLM
+) -> None:
+    channel = FakeChannel()
+    router, inbound, _ = await make_router(channel, max_message_bytes=1024)
+    assert await router.put(dm("é" * 600))  # 1,200 bytes of UTF-8
+    await channel.wait_sent(1)
+    await router.drain()
+    assert channel.texts() == [
+        "That message is too long for me: 1.2 KiB, and I read at most 1.0 KiB at once. "
+        "Please send a shorter one, or split it up."
+    ]
+    assert llm.requests == []
+    assert await inbound.pending() == []
+    llm.queue(Say("Short is fine"))
+    assert await router.put(dm("é" * 500))
+    await channel.wait_sent(2)
+    assert channel.texts()[1] == "Short is fine"

@@ -13,7 +13,7 @@ from bot.conversation import ToolCall
 from bot.cron.jobs import JobRequest, build_job, job_line, parse_target, run_line, schedule_of
 from bot.cron.schedule import next_run
 from bot.cron.store import CronStore
-from bot.errors import UserError
+from bot.errors import UsageError, UserError
 from bot.messages import SessionKey
 from bot.tool_api import ToolContext
 
@@ -83,21 +83,26 @@ class CronActions:
 
     async def _add(self, args: argparse.Namespace) -> int:
         kind = next(k for k in ("cron", "every", "at", "after") if getattr(args, k))
-        target = parse_target(args.to)
-        request = JobRequest(
-            args.name, kind, getattr(args, kind), "shell" if args.command else "agent",
-            args.command or args.prompt, target, args.session, args.misfire,
-            args.tz or self._zone.key,
-        )  # fmt: skip
+        try:  # what the command line asks for is checked first: a mistake there is usage
+            target = parse_target(args.to)
+            request = JobRequest(
+                args.name, kind, getattr(args, kind), "shell" if args.command else "agent",
+                args.command or args.prompt, target, args.session, args.misfire,
+                args.tz or self._zone.key,
+            )  # fmt: skip
+            job = build_job(
+                request,
+                creator_id="owner",
+                creator_name="the owner (command line)",
+                settings=self._loaded.config.cron,
+                zone=self._zone,
+            )
+        except UsageError:
+            raise
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
         if args.command:
             self._check_command(args.command, target.channel or "cron", target.chat_id)
-        job = build_job(
-            request,
-            creator_id="owner",
-            creator_name="the owner (command line)",
-            settings=self._loaded.config.cron,
-            zone=self._zone,
-        )
         job = await self._store.add(job)
         print(f"Added {job_line(job, self._zone)}.")
         return 0
