@@ -31,8 +31,13 @@ if TYPE_CHECKING:
     from bot.config import LoadedConfig
 
 
+def entry() -> int:
+    """The ``pinclaw`` console script: ``main``, and out promptly, whatever was left running."""
+    return _leave_promptly(main())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pinclaw`` console script."""
+    """Run one ``pinclaw`` command line; the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:  # bare `pinclaw`: say what there is
@@ -41,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bot.logs import setup_logging
 
     setup_logging(getattr(args, "log_level", None) or _default_level(args.subcommand))
-    return _leave_promptly(_handle(args))
+    return _handle(args)
 
 
 def _handle(args: argparse.Namespace) -> int:
