@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-_FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
-_INLINE = re.compile(
+# The patterns the renderer reads markdown by; the splitter (bot.delivery) reads the
+# same way, so it never cuts where the renderer sees a fence and the other way round.
+FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+INLINE = re.compile(
     r"(?P<code>`(?P<ctext>[^`\n]+)`)"
     r"|(?P<link>\[(?P<ltext>[^\]\n]+)\]\((?P<url>[^)\s]+)\))"
     r"|(?P<bold>\*\*(?=\S)(?P<btext>.+?)(?<=\S)\*\*|__(?=\S)(?P<btext2>.+?)(?<=\S)__)"
@@ -51,12 +53,12 @@ def render(text: str, style: Style) -> str:
     lines = text.replace("\r\n", "\n").split("\n")
     index = 0
     while index < len(lines):
-        opener = _FENCE_OPEN.match(lines[index])
+        opener = FENCE_OPEN.match(lines[index])
         if opener:
             fence, language = opener.group(1), opener.group(2)
             body: list[str] = []
             index += 1
-            while index < len(lines) and not _closes(lines[index], fence):
+            while index < len(lines) and not closes_fence(lines[index], fence):
                 body.append(lines[index])
                 index += 1
             out.append(style.pre("\n".join(body), language))
@@ -67,16 +69,17 @@ def render(text: str, style: Style) -> str:
     return "\n".join(out)
 
 
-def _closes(line: str, fence: str) -> bool:
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether ``line`` ends the code block that ``fence`` opened."""
     stripped = line.strip()
     return stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0])
 
 
 def _line(line: str, style: Style) -> str:
-    heading = _HEADING.match(line)
+    heading = HEADING.match(line)
     if heading:
         return style.heading(inline(heading.group(1), style))
-    bullet = _BULLET.match(line)
+    bullet = BULLET.match(line)
     if bullet:
         return f"{bullet.group(1)}• {inline(bullet.group(2), style)}"
     return inline(line, style)
@@ -86,7 +89,7 @@ def inline(text: str, style: Style) -> str:
     """Render the inline elements of one line."""
     out: list[str] = []
     position = 0
-    for match in _INLINE.finditer(text):
+    for match in INLINE.finditer(text):
         out.append(style.text(text[position : match.start()]))
         position = match.end()
         if match.group("code"):

@@ -44,12 +44,13 @@ class NotConnected(Exception):
 
 def utf16_length(text: str) -> int:
     """A length never below Discord's count: UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate is 1 unit
 
 
 def pieces(text: str) -> list[str]:
     """``text`` split for Discord; never empty (Discord refuses empty messages)."""
-    parts = [p for p in split_rendered(text, MESSAGE_LIMIT, measure=utf16_length) if p.strip()]
+    split = split_rendered(text, MESSAGE_LIMIT, measure=utf16_length, size=utf16_length)
+    parts = [p for p in split if p.strip()]
     return parts or ["…"]
 
 

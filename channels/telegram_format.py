@@ -30,8 +30,11 @@ _TAG = re.compile(r"<[^>]*>")
 
 
 def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, the unit of Telegram's limits and offsets."""
-    return len(text.encode("utf-16-le")) // 2
+    """Length in UTF-16 code units, the unit of Telegram's limits and offsets.
+
+    A lone surrogate (JSON can carry one) counts as the one unit it is, not an error.
+    """
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class TelegramHtml:
@@ -105,5 +108,5 @@ def split_reply(text: str, limit: int = MAX_TEXT) -> list[Piece]:
     """Cut a markdown reply into pieces that fit one Telegram message each, as HTML or plain."""
     # split_rendered renders to measure; rendering is the identity here so that each
     # piece keeps its source, and ``measure`` does the real rendering.
-    sources = split_rendered(text, limit, measure=measure)
+    sources = split_rendered(text, limit, measure=measure, size=utf16_len)
     return [Piece(to_html(s), s) for s in sources if s.strip()]
