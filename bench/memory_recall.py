@@ -31,11 +31,11 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.db import Database
 from bot.memory.models import CORE, DAILY, SHARED, NewMemory
 from bot.memory.recall import HybridRecall
 from bot.memory.store import LIKE_SCORE, MemoryStore
 from bot.memory.vectors import VectorCache, to_blob
+from bot.store.db import Database
 
 DIMS = 384
 MODEL = "bench-384"

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator
 from typing import TextIO
 
 from bot.approvals.texts import parse_choice
-from bot.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
-from bot.conversation import TextSink
-from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
+from bot.core.conversation import TextSink
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
 

@@ -7,11 +7,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bot.channel import ButtonPress, Channel, ChannelDeps, PressReply
-from bot.db import Database
-from bot.kv import KeyValueStore
-from bot.messages import InboundMessage
-from bot.tls import shared_ssl_context
+from bot.core.channel import ButtonPress, Channel, ChannelDeps, PressReply
+from bot.core.messages import InboundMessage
+from bot.core.tls import shared_ssl_context
+from bot.store.db import Database
+from bot.store.kv import KeyValueStore
 
 
 class ScriptedInbox:

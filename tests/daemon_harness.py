@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import LoadedConfig, parse_config
-from bot.daemon import Daemon
+from bot.daemon.main import Daemon
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 

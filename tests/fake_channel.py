@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from bot.channel import ChannelStatus, ChatTarget, DeliveryError, Inbox
-from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.channel import ChannelStatus, ChatTarget, DeliveryError, Inbox
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
 
 
 class FakeChannel:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from bot.conversation import ToolSpec
+from bot.core.conversation import ToolSpec
 
 CALCULATOR = ToolSpec(
     "calculator",

@@ -17,17 +17,17 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from bot.agent import Agent, ModelSettings
+from bot.agent.dispatch import DispatchMode, ToolDispatch
+from bot.agent.history import HistoryStore
+from bot.agent.loop import Agent, ModelSettings
+from bot.agent.prompt import PromptBuilder
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import AgentConfig, ProviderConfig
-from bot.db import Database
-from bot.dispatch import DispatchMode, ToolDispatch
-from bot.errors import ProviderUnavailable, ToolError
-from bot.history import HistoryStore
-from bot.messages import InboundMessage
-from bot.prompt import PromptBuilder
+from bot.core.errors import ProviderUnavailable, ToolError
+from bot.core.messages import InboundMessage
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.providers import build_provider_chain
-from bot.tool_api import Tool, ToolContext, tool
-from bot.tool_registry import ToolRegistry
+from bot.store.db import Database
 from tests.fake_llm import CallTools, Fail, FakeLLM, Say
 from tools.calculator import calculator
 from tools.clock import clock

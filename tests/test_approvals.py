@@ -15,19 +15,19 @@ from typing import Any
 
 import pytest
 
-from bot.access import AccessControl
-from bot.app import App, open_app
 from bot.approvals.approvers import Approvers
 from bot.approvals.setup import approval_service
 from bot.approvals.store import ApprovalStore
 from bot.approvals.texts import action_id
-from bot.channel import ButtonPress, ChatTarget
-from bot.channel_settings import ChannelSettings
 from bot.config import LoadedConfig, parse_config
-from bot.inbound import InboundStore
-from bot.messages import InboundMessage
-from bot.pairing import PairingStore
-from bot.router import Router
+from bot.config.channel import ChannelSettings
+from bot.core.channel import ButtonPress, ChatTarget
+from bot.core.messages import InboundMessage
+from bot.daemon.access import AccessControl
+from bot.daemon.app import App, open_app
+from bot.daemon.inbound import InboundStore
+from bot.daemon.pairing import PairingStore
+from bot.daemon.router import Router
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import CallTools, FakeLLM, Say
 

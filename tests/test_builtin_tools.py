@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.conversation import ToolCall
-from bot.messages import SessionKey
-from bot.tool_api import ToolContext
-from bot.tool_registry import ToolRegistry
+from bot.agent.tool_registry import ToolRegistry
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext
 from tools.calculator import calculator
 from tools.clock import clock
 

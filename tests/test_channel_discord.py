@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from bot.channel import DeliveryError
-from bot.daemon import Daemon
-from bot.delivery import split_markdown
-from bot.messages import Button, InboundMessage, OutboundMessage
-from channels.discord_events import CHANNEL
-from channels.discord_send import MAX_ATTACHMENT_BYTES
+from bot.core.channel import DeliveryError
+from bot.core.delivery import split_markdown
+from bot.core.messages import Button, InboundMessage, OutboundMessage
+from bot.daemon.main import Daemon
+from channels.discord.events import CHANNEL
+from channels.discord.send import MAX_ATTACHMENT_BYTES
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import JSON, FakeDiscord
 from tests.fake_discord.payloads import FLAG_EPHEMERAL, FLAG_LOADING, snowflake
@@ -198,7 +198,7 @@ async def test_message_missed_during_a_drop_is_replayed_on_resume_and_answered_o
 async def test_duplicate_dispatch_is_answered_once(
     tmp_path: Path, llm: FakeLLM, fake: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.router")
+    caplog.set_level(logging.INFO, logger="bot.daemon.router")
     async with daemon_on(tmp_path, llm, fake):
         dm = fake.dm_channel(fake.owner)["id"]
         once = fake.user_sends(dm, fake.owner, "only once")

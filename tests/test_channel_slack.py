@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from bot.channel import DeliveryError
-from bot.daemon import Daemon
-from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
-from channels.slack import SlackChannel
-from channels.slack_format import MESSAGE_LIMIT
+from bot.core.channel import DeliveryError
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.daemon.main import Daemon
+from channels.slack.channel import SlackChannel
+from channels.slack.format import MESSAGE_LIMIT
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import FakeLLM, Say, Stall
 from tests.fake_slack import (

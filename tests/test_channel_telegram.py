@@ -24,12 +24,12 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.channel import Channel, DeliveryError
-from bot.chat_commands import CHAT_COMMANDS
-from bot.daemon import Daemon
-from bot.messages import Attachment, Button, InboundMessage, OutboundMessage
-from channels.telegram import TelegramChannel
-from channels.telegram_webhook import SECRET_HEADER
+from bot.core.channel import Channel, DeliveryError
+from bot.core.chat_commands import CHAT_COMMANDS
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.daemon.main import Daemon
+from channels.telegram.channel import TelegramChannel
+from channels.telegram.webhook import SECRET_HEADER
 from tests.daemon_harness import PINCLAW, DaemonProcess, running_daemon, telegram_run_config
 from tests.fake_llm import FakeLLM, Say, Stall
 from tests.fake_telegram import Call, FakeTelegram, make_chat, parse_html, utf16_len

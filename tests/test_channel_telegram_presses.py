@@ -23,7 +23,7 @@ import httpx
 import pytest
 from telegram import Update
 
-from bot.channel import (
+from bot.core.channel import (
     ApprovalSurface,
     ButtonPress,
     ChannelStatus,
@@ -32,12 +32,12 @@ from bot.channel import (
     PressReply,
     ShuttingDown,
 )
-from bot.messages import Button
-from bot.tls import shared_ssl_context
-from channels.telegram import TelegramChannel
-from channels.telegram_client import TelegramClient
-from channels.telegram_presses import STILL_WORKING, PressHandler
-from channels.telegram_settings import TelegramSettings
+from bot.core.messages import Button
+from bot.core.tls import shared_ssl_context
+from channels.telegram.channel import TelegramChannel
+from channels.telegram.client import TelegramClient
+from channels.telegram.presses import STILL_WORKING, PressHandler
+from channels.telegram.settings import TelegramSettings
 from tests.adapter_harness import ScriptedInbox, channel_deps, connected
 from tests.fake_telegram import FakeTelegram, SentMessage
 

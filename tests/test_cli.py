@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.db import Database
-from bot.pairing import PairingStore
+from bot.daemon.pairing import PairingStore
+from bot.store.db import Database
 from tests.cli_helpers import local_config, one_line, run, write_config
 from tests.fake_llm import Fail, FakeLLM, Say
 from tests.provider_cases import closed_port
@@ -246,7 +246,7 @@ def test_disabled_parts_are_not_imported(llm: FakeLLM, home: Path, tmp_path: Pat
     write_config(home, local_config(llm.url))
     probe = (
         "import sys\n"
-        "from bot.cli import main\n"
+        "from bot.cli.main import main\n"
         "code = main(['agent', '-m', 'hi'])\n"
         "heavy = ['telegram', 'discord', 'slack_bolt', 'slack_sdk', 'numpy', 'apscheduler',\n"
         "         'gpiozero', 'serial', 'smbus2', 'aiohttp', 'channels.terminal']\n"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bot.channel_registry import CHANNELS, settings_model
 from bot.config import Config, ConfigMissing, load_config, parse_config
-from bot.config_security import DEFAULT_FORBIDDEN_PATHS
-from bot.errors import ConfigError
+from bot.config.security import DEFAULT_FORBIDDEN_PATHS
+from bot.core.channel_registry import CHANNELS, settings_model
+from bot.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}

@@ -20,7 +20,7 @@ import pytest
 from bot.config import load_config
 from bot.cron.service import CronService
 from bot.cron.store import CronJob, JobRun, Target
-from bot.daemon import Daemon
+from bot.daemon.main import Daemon
 from tests.cli_helpers import run, write_config
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, Fail, FakeLLM, Say, Stall
@@ -290,7 +290,7 @@ async def test_the_heartbeat_is_quiet_when_all_is_well_and_speaks_when_not(
 async def test_a_heartbeat_with_no_tasks_makes_no_model_call(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("INFO", logger="bot.heartbeat")
+    caplog.set_level("INFO", logger="bot.cron.heartbeat")
     async with daemon_on(tmp_path, llm, telegram, heartbeat={"interval": "1s"}):
         for _ in range(500):
             skipped = [r for r in caplog.records if "no tasks in HEARTBEAT.md" in r.getMessage()]
@@ -305,7 +305,7 @@ async def test_a_heartbeat_with_no_tasks_makes_no_model_call(
 async def test_a_heartbeat_skips_while_the_chat_is_busy(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("INFO", logger="bot.heartbeat")
+    caplog.set_level("INFO", logger="bot.cron.heartbeat")
     llm.queue(Stall(2.5, Say("Long answer.")), Say("Greenhouse is cold."))
     async with daemon_on(tmp_path, llm, telegram, heartbeat={"interval": "1s"}):
         telegram.user_sends(OWNER, ADA, "think hard")

@@ -14,6 +14,7 @@ from apscheduler.schedulers.asyncio import (  # type: ignore[import-untyped, unu
     AsyncIOScheduler,
 )
 
+from bot.core.errors import UserError
 from bot.cron.durations import ScheduleError, format_duration, parse_duration
 from bot.cron.schedule import (
     Misfire,
@@ -25,7 +26,6 @@ from bot.cron.schedule import (
     parse_schedule,
     runs_between,
 )
-from bot.errors import UserError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)  # 18:00 in Berlin

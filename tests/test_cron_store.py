@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from bot.cron.store import CronJob, CronStore, Target
-from bot.db import Database
+from bot.store.db import Database
 
 
 def job(name: str) -> CronJob:

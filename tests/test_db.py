@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.db import Database
+from bot.store.db import Database
 
 
 async def test_a_failed_write_rolls_back_alone_and_releases_the_file(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ import re
 
 import pytest
 
-from bot.channel import DeliveryError
-from bot.delivery import Retry, send_with_retries, split_markdown, split_rendered
-from bot.markdown import render
-from bot.pacing import Pacer
-from channels.telegram_format import TelegramHtml
+from bot.core.channel import DeliveryError
+from bot.core.delivery import Retry, send_with_retries, split_markdown, split_rendered
+from bot.core.markdown import render
+from bot.core.pacing import Pacer
+from channels.telegram.format import TelegramHtml
 
 
 def words(text: str) -> list[str]:

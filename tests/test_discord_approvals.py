@@ -21,18 +21,18 @@ from typing import Any
 
 import pytest
 
-from bot.channel import (
+from bot.core.channel import (
     ButtonPress,
     ChatTarget,
     DeliveryError,
     PressReply,
     ShuttingDown,
 )
-from bot.daemon import Daemon
-from bot.messages import Button
-from channels.discord import DiscordChannel
-from channels.discord_events import CHANNEL
-from channels.discord_settings import DiscordSettings
+from bot.core.messages import Button
+from bot.daemon.main import Daemon
+from channels.discord.channel import DiscordChannel
+from channels.discord.events import CHANNEL
+from channels.discord.settings import DiscordSettings
 from tests.adapter_harness import ScriptedInbox, channel_deps, connected
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import JSON, FakeDiscord
@@ -289,7 +289,7 @@ async def test_a_failing_core_still_answers_the_tapper(
 async def test_a_replayed_press_reaches_the_core_once(
     tmp_path: Path, fake: FakeDiscord, inbox: ScriptedInbox, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="channels.discord_presses")
+    caplog.set_level(logging.INFO, logger="channels.discord.presses")
     async with running(tmp_path, fake, inbox) as channel:
         ref = await channel.post_approval(ChatTarget(CHANNEL, fake.channel["id"]), "?", BUTTONS)
         press = fake.user_presses(f"{APPROVAL}:always", fake.message(ref), fake.owner)
@@ -422,7 +422,7 @@ async def test_deny_leaves_the_workspace_alone_and_tells_the_model(
 async def test_a_forged_button_is_refused_privately_and_logged(
     tmp_path: Path, llm: FakeLLM, fake: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="channels.discord_presses")
+    caplog.set_level(logging.INFO, logger="channels.discord.presses")
     llm.queue(CallTools([("shell", {"command": "mkdir build"})]), Say("Done."))
     channel = fake.channel["id"]
     async with approving_daemon(tmp_path, llm, fake):

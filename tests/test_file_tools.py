@@ -10,12 +10,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
-from bot.messages import SessionKey
+from bot.agent.tool_registry import ToolRegistry
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.paths import PathGuard, PathRefused
-from bot.tool_api import ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tools.file_search import MAX_GLOB_RESULTS, MAX_LISTED
 from tools.files import file_tools
 

@@ -24,18 +24,18 @@ import pytest
 from gpiozero import Device, DigitalOutputDevice
 from gpiozero.pins.mock import MockFactory, MockPin, MockPWMPin
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
 from bot.hardware.gpio import SIMULATED, GpioBank
-from bot.messages import SessionKey
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog
 from bot.security.gate import PolicyGate
 from bot.security.kit import build_security
 from bot.security.redact import Redactor
-from bot.tool_api import ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tools.gpio import GpioTool, build
 
 DEVICES = {

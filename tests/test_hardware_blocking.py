@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
 from bot.hardware.blocking import DeviceGate
 
 

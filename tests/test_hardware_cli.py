@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_hardware import HardwareConfig
+from bot.config.hardware import HardwareConfig
 from bot.hardware.report import hardware_report
 from tests.cli_helpers import local_config, run, write_config
 from tests.fake_i2c import FakeI2c

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpiozero.pins.mock import MockFactory
 
-from bot.daemon import Daemon
+from bot.daemon.main import Daemon
 from bot.hardware.gpio import GpioBank
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
@@ -56,7 +56,7 @@ async def porch_daemon(
 def gpio_bank(daemon: Daemon) -> GpioBank:
     """The GPIO bank behind the daemon's GPIO tools."""
     tool = daemon.app.tools.get("gpio_write")
-    assert isinstance(tool, GpioTool), "tools.gpio is not in bot.tool_registry.TOOL_MODULES"
+    assert isinstance(tool, GpioTool), "tools.gpio is not in bot.agent.tool_registry.TOOL_MODULES"
     return tool.bank
 
 

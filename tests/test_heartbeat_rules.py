@@ -6,10 +6,10 @@ from datetime import datetime
 
 import pytest
 
+from bot.core.errors import UserError
+from bot.cron.heartbeat import TEMPLATE, in_active_hours, is_quiet, tasks_in
 from bot.cron.jobs import parse_target
 from bot.cron.store import Target
-from bot.errors import UserError
-from bot.heartbeat import TEMPLATE, in_active_hours, is_quiet, tasks_in
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.conversation import ChatMessage, ToolCall, Usage
-from bot.db import Database
-from bot.history import HistoryStore, TurnRecord
-from bot.history_trim import estimate_tokens, repair_history, trim_history
-from bot.messages import SessionKey
+from bot.agent.history import HistoryStore, TurnRecord
+from bot.agent.history_trim import estimate_tokens, repair_history, trim_history
+from bot.core.conversation import ChatMessage, ToolCall, Usage
+from bot.core.messages import SessionKey
+from bot.store.db import Database
 
 
 def user(text: str) -> ChatMessage:

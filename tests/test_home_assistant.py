@@ -15,18 +15,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
-from bot.messages import SessionKey
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import Tool, ToolContext, ToolResult
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog
 from bot.security.gate import PolicyGate
 from bot.security.kit import build_security
 from bot.security.policy import decide
 from bot.security.redact import Redactor, config_secrets
-from bot.tool_api import Tool, ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tests.fake_home_assistant import TOKEN, Failure, FakeHomeAssistant, make_state
 from tools.home_assistant import MAX_LISTED, build
 

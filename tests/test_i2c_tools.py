@@ -20,19 +20,19 @@ from zoneinfo import ZoneInfo
 import pytest
 from smbus2 import I2cFunc, SMBus
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.config_hardware import HardwareConfig
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
-from bot.errors import Refused, ToolError
+from bot.config.hardware import HardwareConfig
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.errors import Refused, ToolError
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
 from bot.hardware.i2c import I2cBank, describe_os_error
 from bot.hardware.sensors import SensorBank
 from bot.hardware.sht31 import crc8
-from bot.messages import SessionKey
 from bot.security.kit import build_security
 from bot.security.policy import decide
-from bot.tool_api import ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tests.fake_i2c import FakeBus, FakeI2c
 from tests.fake_i2c_chips import (
     BOSCH_EXAMPLE_TRIM,

@@ -15,12 +15,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from bot.config import load_config
-from bot.config_memory import MemoryConfig
-from bot.daemon import Daemon
-from bot.db import Database
+from bot.config.memory import MemoryConfig
+from bot.daemon.main import Daemon
 from bot.memory.models import CONVERSATION, CORE, NewMemory
 from bot.memory.service import MemoryService
 from bot.memory.store import MemoryStore
+from bot.store.db import Database
 from tests.cli_helpers import run, write_config
 from tests.fake_embeddings import FakeEmbeddings
 from tests.fake_llm import CallTools, FakeLLM, Say

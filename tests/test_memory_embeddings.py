@@ -11,9 +11,9 @@ import httpx
 import numpy as np
 import pytest
 
-from bot.db import Database
 from bot.memory.embed_cache import CachedEmbedder, cache_key
 from bot.memory.embeddings import EmbeddingError, OpenAIEmbeddings
+from bot.store.db import Database
 from tests.fake_embeddings import FakeEmbeddings, Raw, Reply, Tamper, concept_vector, cosine
 from tests.fake_embeddings.concepts import GROUPS
 from tests.provider_cases import Naps, closed_port

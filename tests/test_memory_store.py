@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.db import Database
 from bot.memory.models import CONVERSATION, CORE, DAILY, SHARED, NewMemory
 from bot.memory.store import LIKE_SCORE, MemoryStore
+from bot.store.db import Database
 
 ALICE = "telegram:1"
 BOB = "telegram:2"

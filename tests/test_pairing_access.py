@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from bot.access import AccessControl
-from bot.channel_settings import ChannelSettings
-from bot.db import Database
-from bot.messages import InboundMessage
-from bot.pairing import ALPHABET, MAX_PENDING_PER_CHANNEL, PairingStore, normalize_code
+from bot.config.channel import ChannelSettings
+from bot.core.messages import InboundMessage
+from bot.daemon.access import AccessControl
+from bot.daemon.pairing import ALPHABET, MAX_PENDING_PER_CHANNEL, PairingStore, normalize_code
+from bot.store.db import Database
 
 
 @pytest.fixture

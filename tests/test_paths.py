@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_security import DEFAULT_FORBIDDEN_PATHS
-from bot.errors import ToolError
+from bot.config.security import DEFAULT_FORBIDDEN_PATHS
+from bot.core.errors import ToolError
 from bot.security.paths import PathGuard, PathRefused
 
 

@@ -11,8 +11,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, CompletionRequest, ToolCall
-from bot.errors import (
+from bot.core.conversation import ChatMessage, CompletionRequest, ToolCall
+from bot.core.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRequestError,

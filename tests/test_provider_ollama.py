@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, CompletionRequest, ToolCall
-from bot.errors import (
+from bot.core.conversation import ChatMessage, CompletionRequest, ToolCall
+from bot.core.errors import (
     ProviderAuthError,
     ProviderRequestError,
     ProviderResponseError,

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from bot.access import AccessControl
-from bot.app import App, open_app
-from bot.channel import ShuttingDown
 from bot.config import LoadedConfig, parse_config
-from bot.inbound import InboundStore
-from bot.messages import Attachment, InboundMessage
-from bot.pairing import PairingStore
-from bot.router import Router
+from bot.core.channel import ShuttingDown
+from bot.core.messages import Attachment, InboundMessage
+from bot.daemon.access import AccessControl
+from bot.daemon.app import App, open_app
+from bot.daemon.inbound import InboundStore
+from bot.daemon.pairing import PairingStore
+from bot.daemon.router import Router
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import Fail, FakeLLM, Say, Stall
 

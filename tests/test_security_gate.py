@@ -14,12 +14,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import tools.shell
+from bot.agent.tool_registry import PreparedCall, ToolRegistry
 from bot.approvals.texts import request_text
 from bot.config import LoadedConfig, parse_config
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
-from bot.errors import Refused
-from bot.messages import SessionKey
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.errors import Refused
+from bot.core.messages import SessionKey
+from bot.core.tool_api import Assessment, Risk, Tool, ToolContext, tool
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog, verify
 from bot.security.gate import PolicyGate, approval_key, summarize
@@ -27,8 +29,6 @@ from bot.security.kit import SecurityKit, build_security
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import decide
 from bot.security.redact import MARK, RedactingFilter, Redactor
-from bot.tool_api import Assessment, Risk, Tool, ToolContext, tool
-from bot.tool_registry import PreparedCall, ToolRegistry
 
 SECRET = "sk-live-0123456789abcdef"
 

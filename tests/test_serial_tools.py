@@ -21,17 +21,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.config_hardware import HardwareConfig, SerialPort
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall
-from bot.errors import ToolError
+from bot.config.hardware import HardwareConfig, SerialPort
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall
+from bot.core.errors import ToolError
+from bot.core.messages import SessionKey
+from bot.core.tool_api import Tool, ToolContext, ToolResult
 from bot.hardware import serial_io
-from bot.messages import SessionKey
 from bot.security.kit import build_security
 from bot.security.policy import decide
-from bot.tool_api import Tool, ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tests.fake_serial import FLOOD_BYTES, PtyDevice, TcpDevice
 from tools.serial_port import MAX_LINE, build
 

@@ -33,14 +33,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.conversation import ToolCall
-from bot.messages import SessionKey
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.audit import AuditLog
 from bot.security.gate import PolicyGate
 from bot.security.kit import build_security
-from bot.tool_api import ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tests.cli_helpers import local_config, run, write_config
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.shell_probes import FORBIDDEN_TRICKS, HARMLESS, HOSTILE, INTERPRETING, PROCESS_SECRETS

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_security import DEFAULT_FORBIDDEN_PATHS
+from bot.config.security import DEFAULT_FORBIDDEN_PATHS
+from bot.core.tool_api import Assessment
 from bot.security.paths import PathGuard
 from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
 from bot.security.shell_risk import classify
-from bot.tool_api import Assessment
 
 WORKSPACE = Path("/srv/ws")
 GUARD = PathGuard(WORKSPACE, forbidden=DEFAULT_FORBIDDEN_PATHS, home=Path("/home/pat"))

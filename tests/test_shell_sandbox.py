@@ -24,18 +24,18 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import tools.shell
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, load_config, parse_config, with_credentials
-from bot.conversation import ToolCall
-from bot.errors import ConfigError
-from bot.messages import SessionKey
+from bot.core.conversation import ToolCall
+from bot.core.errors import ConfigError
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext
 from bot.security.kit import build_security
 from bot.security.net_addresses import Allowlist
 from bot.security.sandbox import SandboxLayout, find_sandbox
 from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
 from bot.security.shell_lexer import Word
 from bot.security.shell_network import contacts, host_problem
-from bot.tool_api import ToolContext
-from bot.tool_registry import ToolRegistry
 from tests.cli_helpers import PINCLAW
 from tests.test_shell_tool import wait_for_pids, wait_until_gone
 

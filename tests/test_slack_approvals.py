@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from bot.channel import ButtonPress, ChatTarget, PressReply, ShuttingDown
-from bot.daemon import Daemon
-from bot.messages import Button
-from channels.slack import SlackChannel
-from channels.slack_settings import SlackSettings
+from bot.core.channel import ButtonPress, ChatTarget, PressReply, ShuttingDown
+from bot.core.messages import Button
+from bot.daemon.main import Daemon
+from channels.slack.channel import SlackChannel
+from channels.slack.settings import SlackSettings
 from tests.adapter_harness import ScriptedInbox, channel_deps, connected
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say

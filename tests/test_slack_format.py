@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import Retry
-from bot.messages import Button
-from channels.slack_delivery import SlackRefused, call, classify
-from channels.slack_format import (
+from bot.core.delivery import Retry
+from bot.core.messages import Button
+from channels.slack.delivery import SlackRefused, call, classify
+from channels.slack.format import (
     MESSAGE_LIMIT,
     button_blocks,
     plain_text,

@@ -24,12 +24,12 @@ import unicodedata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from channels.discord_send import MESSAGE_LIMIT as DISCORD_LIMIT
-from channels.discord_send import pieces, utf16_length
-from channels.slack_format import MESSAGE_LIMIT as SLACK_LIMIT
-from channels.slack_format import split_for_slack, to_mrkdwn
-from channels.telegram_format import MAX_TEXT, measure, split_reply, to_html, utf16_len
-from channels.telegram_format import visible_text as telegram_visible
+from channels.discord.send import MESSAGE_LIMIT as DISCORD_LIMIT
+from channels.discord.send import pieces, utf16_length
+from channels.slack.format import MESSAGE_LIMIT as SLACK_LIMIT
+from channels.slack.format import split_for_slack, to_mrkdwn
+from channels.telegram.format import MAX_TEXT, measure, split_reply, to_html, utf16_len
+from channels.telegram.format import visible_text as telegram_visible
 from tests.fake_telegram import parse_html
 
 PROPERTY = settings(
@@ -39,7 +39,7 @@ PROPERTY = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_OPENER = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")  # bot.markdown's fence opener
+_OPENER = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")  # bot.core.markdown's fence opener
 
 WORD = st.text(string.ascii_letters + string.digits + "éßж中", min_size=1, max_size=10)
 SHORT = st.one_of(

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.channel import ChannelStatus, Inbox
-from bot.messages import InboundMessage
-from bot.supervisor import supervise
+from bot.core.channel import ChannelStatus, Inbox
+from bot.core.messages import InboundMessage
+from bot.daemon.supervisor import supervise
 
 
 class FlakyChannel:

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import systemd
-from bot.channel import ChannelStatus
-from bot.cli import main
-from bot.service_units import HELPER, SOCKET, UNIT, render_units
+from bot.cli.main import main
+from bot.cli.service_units import HELPER, SOCKET, UNIT, render_units
+from bot.core.channel import ChannelStatus
+from bot.daemon import systemd
 from tests.cli_helpers import PINCLAW, local_config, one_line, run, write_config
 from tests.daemon_harness import DaemonProcess, telegram_run_config
 from tests.fake_llm import FakeLLM
@@ -322,7 +322,8 @@ def test_pinclaw_run_is_ready_once_connected_pings_the_watchdog_and_says_stoppin
 def test_the_libraries_need_no_writable_code(tmp_path: Path) -> None:
     """What ``pinclaw run`` may load beyond the end to end test's path, under the same rule."""
     probe = (
-        "import channels.discord, channels.slack, channels.telegram, gpiozero, serial, smbus2\n"
+        "import channels.discord.channel, channels.slack.channel, channels.telegram.channel\n"
+        "import gpiozero, serial, smbus2\n"
         "import numpy, sqlite3, ssl\n"
         "a = numpy.random.rand(64, 64)\n"
         "assert (a @ a.T).shape == (64, 64)\n"

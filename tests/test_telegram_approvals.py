@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.daemon import Daemon
+from bot.daemon.main import Daemon
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram, SentMessage

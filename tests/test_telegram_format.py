@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from channels.telegram_format import MAX_TEXT, measure, split_reply, to_html, visible_text
+from channels.telegram.format import MAX_TEXT, measure, split_reply, to_html, visible_text
 from tests.fake_telegram import parse_html, utf16_len
 
 SAMPLES = [

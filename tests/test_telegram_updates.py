@@ -15,10 +15,10 @@ from telegram import Update
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 from telegram.warnings import PTBDeprecationWarning
 
-from bot.delivery import Retry
-from bot.messages import Attachment, InboundMessage
-from channels.telegram_client import classify, is_markup_error, retry_after_s
-from channels.telegram_updates import BotIdentity, normalise
+from bot.core.delivery import Retry
+from bot.core.messages import Attachment, InboundMessage
+from channels.telegram.client import classify, is_markup_error, retry_after_s
+from channels.telegram.updates import BotIdentity, normalise
 from tests.fake_telegram import FakeTelegram, make_chat, text_entities
 
 GROUP = -1001234567

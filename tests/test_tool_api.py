@@ -11,13 +11,13 @@ from zoneinfo import ZoneInfo
 import pytest
 from pydantic import BaseModel, Field
 
+from bot.agent.tool_registry import ToolRegistry, build_registry, truncate_result
 from bot.config import LoadedConfig, parse_config
-from bot.conversation import ToolCall
-from bot.errors import ToolError
-from bot.messages import SessionKey
+from bot.core.conversation import ToolCall
+from bot.core.errors import ToolError
+from bot.core.messages import SessionKey
+from bot.core.tool_api import Tool, ToolContext, ToolResult, tool
 from bot.security.kit import build_security
-from bot.tool_api import Tool, ToolContext, ToolResult, tool
-from bot.tool_registry import ToolRegistry, build_registry, truncate_result
 
 
 class Point(BaseModel):

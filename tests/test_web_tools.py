@@ -15,12 +15,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.tool_registry import ToolRegistry
 from bot.config import LoadedConfig, parse_config
-from bot.conversation import ToolCall
-from bot.messages import SessionKey
+from bot.core.conversation import ToolCall
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.kit import build_security
-from bot.tool_api import ToolContext, ToolResult
-from bot.tool_registry import ToolRegistry
 from tests.fake_web import FakeDns, FakeSite
 from tools.web import build
 

@@ -8,8 +8,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from bot.conversation import ChatMessage, ToolCall, ToolSpec
-from bot.xml_tools import EXAMPLE_CALL, parse_tool_calls, to_xml_messages, xml_instructions
+from bot.agent.xml_tools import EXAMPLE_CALL, parse_tool_calls, to_xml_messages, xml_instructions
+from bot.core.conversation import ChatMessage, ToolCall, ToolSpec
 
 INSTRUCTIONS_FIXED_LIMIT = 600
 """Characters the instructions may take beyond the tool lines themselves."""

@@ -16,9 +16,9 @@ from typing import Annotated
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.errors import ToolError
+from bot.core.errors import ToolError
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.security.kit import SecurityKit
-from bot.tool_api import Tool, ToolContext, tool
 
 Number = int | float
 

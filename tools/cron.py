@@ -13,13 +13,13 @@ from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
-from bot.config_schedule import CronConfig
-from bot.conversation import ToolCall
+from bot.config.schedule import CronConfig
+from bot.core.conversation import ToolCall
+from bot.core.errors import ToolError, UserError
+from bot.core.tool_api import Assessment, Tool, ToolContext, tool
 from bot.cron.jobs import JobRequest, build_job, job_line, run_line
 from bot.cron.store import CronStore, Target
-from bot.errors import ToolError, UserError
 from bot.security.policy import Decision
-from bot.tool_api import Assessment, Tool, ToolContext, tool
 
 Preflight = Callable[[ToolCall, ToolContext], Decision]
 RunNow = Callable[[int], Awaitable[bool]]

@@ -18,14 +18,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from bot.agent import Agent
+from bot.agent.history import HistoryStore
+from bot.agent.loop import Agent
+from bot.agent.tool_registry import ToolExecutor
 from bot.config import SubAgentConfig
-from bot.conversation import ToolCall, ToolSpec
-from bot.errors import Refused, ToolError
-from bot.history import HistoryStore
-from bot.messages import InboundMessage, SessionKey
-from bot.tool_api import Tool, ToolContext, ToolResult
-from bot.tool_registry import ToolExecutor
+from bot.core.conversation import ToolCall, ToolSpec
+from bot.core.errors import Refused, ToolError
+from bot.core.messages import InboundMessage, SessionKey
+from bot.core.tool_api import Tool, ToolContext, ToolResult
 
 AgentFactory = Callable[[str, SubAgentConfig, ToolExecutor, int], Agent]
 """Builds the sub-agent ``name`` with its tools, at a given delegation depth."""

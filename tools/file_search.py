@@ -19,9 +19,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
+from bot.core.tool_api import Assessment, Risk, Tool, ToolContext, tool
 from bot.security.paths import Entry, PathGuard
-from bot.tool_api import Assessment, Risk, Tool, ToolContext, tool
 
 PathParam = Annotated[
     str,

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.config_security import SecurityConfig
-from bot.errors import ToolError
+from bot.config.security import SecurityConfig
+from bot.core.errors import ToolError
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.security.paths import PathGuard
-from bot.tool_api import Tool, ToolContext, tool
 from tools.file_search import PathParam, path_assessor, search_tools
 
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.errors import ToolError
+from bot.core.errors import ToolError
+from bot.core.tool_api import Assessment, Tool, ToolContext, ToolFunction
 from bot.hardware.gpio import GpioBank, Kind, Use
 from bot.security.kit import SecurityKit
-from bot.tool_api import Assessment, Tool, ToolContext, ToolFunction
 
 Device = Annotated[
     str, Field(description="the device's name from this tool's description, e.g. porch_light")

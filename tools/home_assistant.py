@@ -22,11 +22,11 @@ import httpx
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.config_hardware import HomeAssistantConfig
-from bot.errors import Refused, ToolError
+from bot.config.hardware import HomeAssistantConfig
+from bot.core.errors import Refused, ToolError
+from bot.core.tls import shared_ssl_context
+from bot.core.tool_api import Assessment, Tool, ToolContext, tool
 from bot.security.kit import SecurityKit
-from bot.tls import shared_ssl_context
-from bot.tool_api import Assessment, Tool, ToolContext, tool
 
 MAX_LISTED = 50
 MAX_ATTRIBUTES = 40

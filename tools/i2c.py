@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from bot.config import LoadedConfig
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.hardware.i2c import MAX_TRANSFER, I2cBank, hex_address
 from bot.hardware.sensors import SensorBank
 from bot.security.kit import SecurityKit
-from bot.tool_api import Tool, ToolContext, tool
 
 
 def _integer(value: object) -> object:

@@ -13,10 +13,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.memory.models import CONVERSATION, CORE, SHARED, NewMemory, chat_scope
 from bot.memory.service import MemoryService
-from bot.tool_api import Tool, ToolContext, tool
 
 _KEY_WORDS = 6
 

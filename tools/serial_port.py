@@ -16,11 +16,11 @@ from typing import Annotated
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.errors import ToolError
+from bot.core.errors import ToolError
+from bot.core.tool_api import Tool, ToolContext, ToolResult, tool
 from bot.hardware import serial_io
 from bot.hardware.serial_io import PortInfo, SerialLink
 from bot.security.kit import SecurityKit
-from bot.tool_api import Tool, ToolContext, ToolResult, tool
 
 MAX_LINE = 1000
 """The longest line ``serial_send`` accepts, in characters."""

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, Field
 
 from bot.config import LoadedConfig
-from bot.errors import ConfigError, Refused, ToolError
+from bot.core.errors import ConfigError, Refused, ToolError
+from bot.core.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
 from bot.security.net_addresses import Allowlist
 from bot.security.sandbox import (
     Sandbox,
@@ -37,7 +38,6 @@ from bot.security.sandbox import (
 )
 from bot.security.sandbox_wire import SOCKET_ENV
 from bot.security.shell_lexer import ShellSyntaxError, shape
-from bot.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
 from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
 
 if TYPE_CHECKING:

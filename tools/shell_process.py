@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
 from bot.security.sandbox_wire import SandboxUnavailable, run_remote
 
 STOP_GRACE_S = 2.0  # between SIGTERM and SIGKILL

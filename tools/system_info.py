@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from bot.config import LoadedConfig
+from bot.core.tool_api import Tool, ToolContext, tool
 from bot.security.kit import SecurityKit
-from bot.tool_api import Tool, ToolContext, tool
 
 _MODEL_FILES = ("proc/device-tree/model", "sys/firmware/devicetree/base/model")
 

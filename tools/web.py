@@ -17,9 +17,9 @@ from urllib.parse import urldefrag, urljoin
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.errors import Refused, ToolError
+from bot.core.errors import Refused, ToolError
+from bot.core.tool_api import Assessment, Tool, ToolContext, tool
 from bot.security.kit import SecurityKit
-from bot.tool_api import Assessment, Tool, ToolContext, tool
 
 if TYPE_CHECKING:
     from bot.security.net import Fetched

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bot.channel import ApprovalSurface, ChatTarget
-from bot.channel_settings import ChannelSettings
-from bot.pairing import PairingStore
+from bot.config.channel import ChannelSettings
+from bot.core.channel import ApprovalSurface, ChatTarget
+from bot.daemon.pairing import PairingStore
 
 
 class Approvers:

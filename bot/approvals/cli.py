@@ -6,8 +6,8 @@ import time
 
 from bot.approvals.store import ApprovalStore
 from bot.config import LoadedConfig
-from bot.db import Database
-from bot.errors import UserError
+from bot.core.errors import UserError
+from bot.store.db import Database
 
 
 async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> int:

@@ -32,9 +32,16 @@ from bot.approvals.texts import (
     record_text,
     request_text,
 )
-from bot.channel import ApprovalSurface, ButtonPress, Channel, ChatTarget, DeliveryError, PressReply
-from bot.inbound import InboundStore
-from bot.messages import OutboundMessage
+from bot.core.channel import (
+    ApprovalSurface,
+    ButtonPress,
+    Channel,
+    ChatTarget,
+    DeliveryError,
+    PressReply,
+)
+from bot.core.messages import OutboundMessage
+from bot.daemon.inbound import InboundStore
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 
 log = logging.getLogger(__name__)

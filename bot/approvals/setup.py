@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.app import App
 from bot.approvals.approvers import Approvers
 from bot.approvals.service import ApprovalService
 from bot.approvals.store import ApprovalStore
-from bot.channel import Channel
 from bot.config import LoadedConfig
-from bot.inbound import InboundStore
+from bot.core.channel import Channel
+from bot.daemon.app import App
+from bot.daemon.inbound import InboundStore
 
 
 async def approval_service(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.db import Database
+from bot.store.db import Database
 
 Status = Literal["pending", "once", "always", "denied", "expired"]
 

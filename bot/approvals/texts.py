@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from bot.messages import Button
+from bot.core.messages import Button
 from bot.security.approval import ApprovalRequest
 
 Choice = Literal["once", "always", "deny"]

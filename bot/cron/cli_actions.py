@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
-from bot.app import App, open_app
 from bot.config import LoadedConfig, resolve_timezone
-from bot.conversation import ToolCall
+from bot.core.conversation import ToolCall
+from bot.core.errors import UsageError, UserError
+from bot.core.messages import SessionKey
+from bot.core.tool_api import ToolContext
 from bot.cron.jobs import JobRequest, build_job, job_line, parse_target, run_line, schedule_of
 from bot.cron.schedule import next_run
 from bot.cron.store import CronStore
-from bot.errors import UsageError, UserError
-from bot.messages import SessionKey
-from bot.tool_api import ToolContext
+from bot.daemon.app import App, open_app
 
 
 class CronActions:

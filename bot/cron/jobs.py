@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from bot.config_schedule import CronConfig
+from bot.config.schedule import CronConfig
+from bot.core.errors import UserError
 from bot.cron.durations import format_duration
 from bot.cron.schedule import Schedule, describe, next_run, parse_schedule
 from bot.cron.store import Action, CronJob, JobRun, Misfire, SessionMode, Target
-from bot.errors import UserError
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from bot.agent import Agent
+from bot.agent.loop import Agent
 from bot.approvals.approvers import Approvers, owner_chats
-from bot.channel import Channel, ChatTarget, DeliveryError
+from bot.core.channel import Channel, ChatTarget, DeliveryError
+from bot.core.errors import UserError
+from bot.core.messages import OutboundMessage, SessionKey
 from bot.cron.store import Target
-from bot.errors import UserError
-from bot.messages import OutboundMessage, SessionKey
 
 log = logging.getLogger(__name__)
 

@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from bot.conversation import ToolCall
+from bot.agent.tool_registry import ToolExecutor
+from bot.core.conversation import ToolCall
+from bot.core.errors import UserError
+from bot.core.messages import InboundMessage, SessionKey
+from bot.core.tool_api import ToolContext
 from bot.cron.jobs import schedule_of
 from bot.cron.outbox import Outbox
 from bot.cron.schedule import describe
 from bot.cron.store import CronJob, RunStatus
-from bot.errors import UserError
-from bot.messages import InboundMessage, SessionKey
-from bot.tool_api import ToolContext
-from bot.tool_registry import ToolExecutor
 
 if TYPE_CHECKING:
-    from bot.channel import ChatTarget
-    from bot.router import Router
+    from bot.core.channel import ChatTarget
+    from bot.daemon.router import Router
 
 NO_REPLY = "NO_REPLY"
 _SHOWN_CHARS = 3500

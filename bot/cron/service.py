@@ -22,13 +22,13 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from bot.config_schedule import CronConfig
+from bot.config.schedule import CronConfig
+from bot.core.errors import UserError, log_bug
 from bot.cron.jobs import schedule_of
 from bot.cron.outbox import Outbox
 from bot.cron.runs import JobRunner
 from bot.cron.schedule import make_trigger, misfire_decision, next_run, runs_between
 from bot.cron.store import CronJob, CronStore, RunStatus
-from bot.errors import UserError, log_bug
 
 log = logging.getLogger(__name__)
 

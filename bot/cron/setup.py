@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.app import App
 from bot.approvals.approvers import Approvers
-from bot.channel import Channel
 from bot.config import LoadedConfig, resolve_timezone
+from bot.core.channel import Channel
+from bot.core.errors import log_bug
 from bot.cron.durations import parse_duration
+from bot.cron.heartbeat import Heartbeat
 from bot.cron.outbox import Outbox
 from bot.cron.runs import JobRunner
 from bot.cron.service import CronService
 from bot.cron.store import CronStore
-from bot.errors import log_bug
-from bot.heartbeat import Heartbeat
+from bot.daemon.app import App
 from tools.cron import cron_tools
 
 if TYPE_CHECKING:
-    from bot.router import Router
+    from bot.daemon.router import Router
 
 log = logging.getLogger(__name__)
 

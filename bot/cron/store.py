@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from bot.db import Database
+from bot.store.db import Database
 
 Action = Literal["agent", "shell"]
 SessionMode = Literal["chat", "isolated"]

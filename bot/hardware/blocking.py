@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
 
 if TYPE_CHECKING:
     from smbus2 import SMBus

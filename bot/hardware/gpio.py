@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from bot.config_hardware import GpioDevice, HardwareConfig
-from bot.errors import ToolError
+from bot.config.hardware import GpioDevice, HardwareConfig
+from bot.core.errors import ToolError
 from bot.hardware.blocking import DeviceGate
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.config_hardware import HardwareConfig
-from bot.errors import Refused, ToolError
+from bot.config.hardware import HardwareConfig
+from bot.core.errors import Refused, ToolError
 from bot.hardware.blocking import DeviceGate
 
 if TYPE_CHECKING:

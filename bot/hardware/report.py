@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.config_hardware import HardwareConfig
-from bot.errors import PinclawError
+from bot.config.hardware import HardwareConfig
+from bot.core.errors import PinclawError
 from bot.hardware.gpio import GpioBank
 from bot.hardware.i2c import DEVICE_PATH, I2cBank, hex_address
 from bot.hardware.sensors import SensorBank

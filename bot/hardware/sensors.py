@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.config_hardware import HardwareConfig, Sensor
-from bot.errors import ToolError
+from bot.config.hardware import HardwareConfig, Sensor
+from bot.core.errors import ToolError
 from bot.hardware import bme280, sht31
 from bot.hardware.i2c import I2cBank, hex_address
 

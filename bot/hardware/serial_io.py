@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.config_hardware import HardwareConfig, SerialPort
-from bot.errors import ToolError
+from bot.config.hardware import HardwareConfig, SerialPort
+from bot.core.errors import ToolError
 from bot.hardware.blocking import DeviceGate
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from bot.app import open_app
 from bot.config import LoadedConfig
-from bot.errors import UserError
+from bot.core.errors import UserError
+from bot.daemon.app import open_app
 from bot.memory import snapshot
 from bot.memory.models import CORE, Memory
 from bot.memory.service import MemoryService

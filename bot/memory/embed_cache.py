@@ -19,9 +19,9 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from bot.db import Database
 from bot.memory.embeddings import EmbeddingError
 from bot.memory.models import Embedder
+from bot.store.db import Database
 
 MIGRATIONS = (
     """

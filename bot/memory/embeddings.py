@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
-from bot.errors import ProviderError, UserError
+from bot.core.errors import ProviderError, UserError
 from bot.providers.http import ProviderHttp, RetryPolicy, Sleep
 
 

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.config_memory import MemoryConfig
-from bot.errors import UserError, log_bug
+from bot.config.memory import MemoryConfig
+from bot.core.errors import UserError, log_bug
 from bot.memory import snapshot
 from bot.memory.models import (
     CONVERSATION,
@@ -37,8 +37,8 @@ from bot.memory.recall import HybridRecall
 from bot.memory.store import MemoryStore
 
 if TYPE_CHECKING:
+    from bot.core.messages import InboundMessage
     from bot.memory.vectors import VectorCache
-    from bot.messages import InboundMessage
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import logging
 import httpx
 
 from bot.config import LoadedConfig
-from bot.db import Database
 from bot.memory.service import MemoryService
 from bot.memory.store import MemoryStore
+from bot.store.db import Database
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.db import Database
 from bot.memory.models import Memory, NewMemory
 from bot.memory.recall import fts_query, like_terms
+from bot.store.db import Database
 
 MIGRATIONS = [
     """

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from bot.config import ProviderSpec
-from bot.conversation import (
+from bot.core.conversation import (
     CONTENT_FILTER,
     END_TURN,
     MAX_TOKENS,
@@ -31,7 +31,7 @@ from bot.conversation import (
     ToolSpec,
     Usage,
 )
-from bot.errors import (
+from bot.core.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRateLimited,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.conversation import Completion, CompletionRequest, TextSink
+from bot.core.conversation import Completion, CompletionRequest, TextSink
 
 
 class Provider(Protocol):
@@ -18,6 +18,6 @@ class Provider(Protocol):
     ) -> Completion:
         """Complete ``request``; stream text pieces to ``on_text`` when it is given.
 
-        Raises a ``bot.errors.ProviderError`` subclass when the provider fails.
+        Raises a ``bot.core.errors.ProviderError`` subclass when the provider fails.
         """
         ...

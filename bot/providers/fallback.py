@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.conversation import Completion, CompletionRequest, TextSink
-from bot.errors import ProviderError
+from bot.core.conversation import Completion, CompletionRequest, TextSink
+from bot.core.errors import ProviderError
 from bot.providers.base import Provider
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from bot.errors import (
+from bot.core.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRateLimited,

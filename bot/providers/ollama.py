@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 
 from bot.config import ProviderSpec
-from bot.conversation import ChatMessage, Completion, CompletionRequest, TextSink, ToolCall
-from bot.errors import ProviderResponseError
+from bot.core.conversation import ChatMessage, Completion, CompletionRequest, TextSink, ToolCall
+from bot.core.errors import ProviderResponseError
 from bot.providers.http import ProviderHttp, iter_ndjson
 from bot.providers.openai import (
     make_call,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from bot.config import ProviderSpec
-from bot.conversation import (
+from bot.core.conversation import (
     CONTENT_FILTER,
     END_TURN,
     MAX_TOKENS,
@@ -32,7 +32,7 @@ from bot.conversation import (
     ToolSpec,
     Usage,
 )
-from bot.errors import ProviderResponseError
+from bot.core.errors import ProviderResponseError
 from bot.providers.http import ProviderHttp, error_detail, iter_sse
 from bot.providers.schema import SchemaStrategy, clean_schema
 from bot.providers.tool_args import decode_arguments

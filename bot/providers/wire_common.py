@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bot.config import ProviderSpec
-from bot.conversation import MAX_TOKENS, TOOL_USE, CompletionRequest, StopReason
+from bot.core.conversation import MAX_TOKENS, TOOL_USE, CompletionRequest, StopReason
 
 
 def token_limit(spec: ProviderSpec, request: CompletionRequest) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.messages import SessionKey
-from bot.tool_api import Risk
+from bot.core.messages import SessionKey
+from bot.core.tool_api import Risk
 
 Verdict = Literal["approved", "denied", "expired", "unavailable"]
 

@@ -17,16 +17,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.config_security import SecurityConfig
-from bot.conversation import ToolCall, ToolSpec
-from bot.errors import ToolError, log_bug
+from bot.agent.tool_registry import PreparedCall, ToolRegistry
+from bot.config.security import SecurityConfig
+from bot.core.conversation import ToolCall, ToolSpec
+from bot.core.errors import ToolError, log_bug
+from bot.core.tool_api import Assessment, ToolContext, ToolResult
 from bot.security.approval import ApprovalOutcome, ApprovalRequest, Approver
 from bot.security.audit import AuditLog
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import Decision, decide
 from bot.security.redact import Redactor
-from bot.tool_api import Assessment, ToolContext, ToolResult
-from bot.tool_registry import PreparedCall, ToolRegistry
 
 log = logging.getLogger(__name__)
 

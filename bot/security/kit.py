@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.config import LoadedConfig
-from bot.config_security import SecurityConfig
+from bot.config.security import SecurityConfig
+from bot.core.tls import shared_ssl_context
 from bot.security.paths import PathGuard
 from bot.security.redact import Redactor, config_secrets
-from bot.tls import shared_ssl_context
 
 if TYPE_CHECKING:
     from bot.security.net import NetGuard, Resolver

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from bot.errors import Refused, ToolError
+from bot.core.errors import Refused, ToolError
 from bot.security.net_addresses import Allowlist, is_localhost, literal_ip, normal_host
 from bot.security.net_transport import GuardedTransport
 

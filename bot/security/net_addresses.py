@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
 
 IPAddress = IPv4Address | IPv6Address
 

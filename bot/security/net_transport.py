@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import httpcore
 import httpx
 
-from bot.errors import ToolError
+from bot.core.errors import ToolError
 
 Judge = Callable[[str, int], Awaitable[list[str]]]
 """(host, port) → the addresses it may be dialled at; raises ``Refused`` otherwise."""

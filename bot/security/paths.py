@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from bot.errors import Refused, ToolError
+from bot.core.errors import Refused, ToolError
+from bot.core.tool_api import Assessment, Risk
 from bot.security import dirfd
 from bot.security.dirfd import Entry, Kind
 from bot.security.resolve import Unresolvable, resolve, settled
-from bot.tool_api import Assessment, Risk
 
 __all__ = ["Entry", "Kind", "PathGuard", "PathRefused", "Verdict"]
 

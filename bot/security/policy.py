@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.config_security import SecurityConfig
-from bot.tool_api import Assessment, Risk, Tool
+from bot.config.security import SecurityConfig
+from bot.core.tool_api import Assessment, Risk, Tool
 
 Action = Literal["allow", "ask", "block"]
 

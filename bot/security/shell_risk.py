@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.core.tool_api import Assessment, Risk
 from bot.security.net_addresses import Allowlist
 from bot.security.paths import PathGuard
 from bot.security.shell_code_rules import ALL_RULES
@@ -44,7 +45,6 @@ from bot.security.shell_tables import (
     WRAPPERS,
     normalise,
 )
-from bot.tool_api import Assessment, Risk
 
 __all__ = ["Call", "LineVerdict", "Use", "Walker", "classify", "examine"]
 

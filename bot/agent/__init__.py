@@ -1,0 +1,1 @@
+"""The agent loop: prompt, history, tool registry and how tool calls travel."""

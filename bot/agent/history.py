@@ -1,0 +1,259 @@
+"""Per-session conversation history and per-turn usage, stored in SQLite.
+
+A session is one conversation in one chat (channel + chat + thread). ``/new``
+starts a fresh session for the same chat; the old one stays on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from bot.core.conversation import ChatMessage, ToolCall, Usage
+from bot.core.messages import SessionKey
+from bot.store.db import Database
+
+MIGRATIONS = [
+    """
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        thread_id TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX sessions_by_key ON sessions (key, id);
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        turn_id INTEGER,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        is_error INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX messages_by_session ON messages (session_id, id);
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        status TEXT NOT NULL DEFAULT 'running',
+        provider TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        rounds INTEGER NOT NULL DEFAULT 0,
+        tool_calls INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+    """
+    ALTER TABLE turns ADD COLUMN inbound_id INTEGER;
+    CREATE INDEX turns_by_inbound ON turns (inbound_id);
+    """,
+    """
+    ALTER TABLE turns ADD COLUMN sender TEXT;
+    CREATE INDEX turns_by_sender ON turns (sender, started_at);
+    """,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """What a finished turn cost and how it ended."""
+
+    status: str
+    usage: Usage
+    provider: str
+    rounds: int
+    tool_calls: int
+
+
+class HistoryStore:
+    """Reads and writes sessions, messages and turns."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def setup(self) -> None:
+        """Create or upgrade the tables."""
+        await self._db.migrate("history", MIGRATIONS)
+
+    async def session_for(self, key: SessionKey) -> int:
+        """The current session id of a chat, creating the first one if needed."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id FROM sessions WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)
+        )
+        for row in rows:
+            return int(row[0])
+        return await self.new_session(key)
+
+    async def new_session(self, key: SessionKey) -> int:
+        """Start a fresh session for a chat and return its id."""
+        async with self._db.write() as conn:
+            row = await conn.execute_insert(
+                "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
+            )
+        assert row is not None
+        return int(row[0])
+
+    async def load(self, session_id: int, limit: int = 400) -> list[ChatMessage]:
+        """The last ``limit`` messages of a session, oldest first."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error FROM ("
+            " SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+            ") ORDER BY id",
+            (session_id, limit),
+        )
+        return [_from_row(row) for row in rows]
+
+    async def append(
+        self, session_id: int, messages: Sequence[ChatMessage], turn_id: int | None = None
+    ) -> None:
+        """Store messages durably (committed before this returns)."""
+        async with self._db.write() as conn:
+            await _insert_messages(conn, session_id, turn_id, messages)
+
+    async def begin_turn(
+        self,
+        session_id: int,
+        inbound_id: int | None,
+        messages: Sequence[ChatMessage],
+        sender: str = "",
+    ) -> int:
+        """Record that a turn started, with the messages that opened it; return its id.
+
+        ``inbound_id`` ties the turn to the stored inbound message it answers.
+        """
+        async with self._db.write() as conn:
+            row = await conn.execute_insert(
+                "INSERT INTO turns (session_id, started_at, inbound_id, sender) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, time.time(), inbound_id, sender),
+            )
+            assert row is not None
+            turn_id = int(row[0])
+            await _insert_messages(conn, session_id, turn_id, messages)
+        return turn_id
+
+    async def end_turn(
+        self,
+        session_id: int,
+        turn_id: int,
+        record: TurnRecord,
+        messages: Sequence[ChatMessage] = (),
+    ) -> None:
+        """Store the turn's last messages and how it ended, in one transaction."""
+        async with self._db.write() as conn:
+            await _insert_messages(conn, session_id, turn_id, messages)
+            await conn.execute(
+                "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
+                "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
+                (
+                    time.time(),
+                    record.status,
+                    record.provider,
+                    record.usage.input_tokens,
+                    record.usage.output_tokens,
+                    record.rounds,
+                    record.tool_calls,
+                    turn_id,
+                ),
+            )
+
+    async def tokens_since(self, sender: str, since: float) -> int:
+        """Model tokens (in and out) used by ``sender``'s turns since ``since``."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM turns "
+            "WHERE sender = ? AND started_at >= ?",
+            (sender, since),
+        )
+        return next((int(row[0]) for row in rows), 0)
+
+    async def discard_unfinished(self, inbound_id: int) -> int:
+        """Forget what earlier, unfinished attempts at answering ``inbound_id`` left in history.
+
+        A turn cut short by a crash or a shutdown is answered again after the
+        restart; its partial messages would otherwise appear twice. Returns how
+        many attempts were discarded (they stay in ``turns`` as ``interrupted``).
+        """
+        async with self._db.write() as conn:
+            rows = await conn.execute_fetchall(
+                "SELECT id FROM turns WHERE inbound_id = ? "
+                "AND status IN ('running', 'interrupted')",
+                (inbound_id,),
+            )
+            ids = [int(row[0]) for row in rows]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                await conn.execute(f"DELETE FROM messages WHERE turn_id IN ({marks})", ids)
+                await conn.execute(
+                    f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
+                )
+        return len(ids)
+
+
+async def _insert_messages(
+    conn: aiosqlite.Connection,
+    session_id: int,
+    turn_id: int | None,
+    messages: Sequence[ChatMessage],
+) -> None:
+    if messages:
+        now = time.time()
+        await conn.executemany(
+            "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
+            "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(session_id, turn_id, *_to_row(m), now) for m in messages],
+        )
+
+
+def _to_row(message: ChatMessage) -> tuple[object, ...]:
+    calls = (
+        json.dumps(
+            [
+                {"id": c.id, "name": c.name, "arguments": dict(c.arguments), "error": c.error}
+                for c in message.tool_calls
+            ],
+            ensure_ascii=False,
+        )
+        if message.tool_calls
+        else None
+    )
+    return (
+        message.role,
+        message.content,
+        calls,
+        message.tool_call_id,
+        message.tool_name,
+        int(message.is_error),
+    )
+
+
+def _from_row(row: Sequence[object]) -> ChatMessage:
+    role, content, calls, call_id, tool_name, is_error = row
+    tool_calls = (
+        tuple(
+            ToolCall(c["id"], c["name"], c.get("arguments") or {}, c.get("error"))
+            for c in json.loads(str(calls))
+        )
+        if calls
+        else ()
+    )
+    return ChatMessage(
+        role=role,  # type: ignore[arg-type]
+        content=str(content),
+        tool_calls=tool_calls,
+        tool_call_id=str(call_id) if call_id is not None else None,
+        tool_name=str(tool_name) if tool_name is not None else None,
+        is_error=bool(is_error),
+    )

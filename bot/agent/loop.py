@@ -1,0 +1,258 @@
+"""The agent turn: history in, model rounds with tools, reply out, everything stored.
+
+One turn takes a person's message, loads the session's history, and asks the
+model; while the model asks for tools, the calls of one response run
+concurrently and their results go back to the model, for at most
+``max_tool_iterations`` rounds. Every message is committed to SQLite as it is
+produced, so an interrupted turn leaves a history the next turn can use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+from zoneinfo import ZoneInfo
+
+from bot.agent.dispatch import ToolDispatch
+from bot.agent.history import HistoryStore, TurnRecord
+from bot.agent.history_trim import repair_history, trim_history
+from bot.agent.prompt import PromptBuilder
+from bot.agent.tool_registry import ToolExecutor
+from bot.config import AgentConfig
+from bot.core.conversation import ChatMessage, TextSink, ToolCall, Usage
+from bot.core.messages import InboundMessage, SessionKey
+from bot.core.tool_api import ToolContext, ToolResult
+from bot.providers.base import Provider
+
+log = logging.getLogger(__name__)
+
+TurnStatus = Literal["done", "iteration_limit", "budget"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended: the reply and what it took."""
+
+    text: str
+    status: TurnStatus
+    usage: Usage
+    rounds: int
+    tool_calls: int
+
+
+class TurnMemory(Protocol):
+    """Long-term memory as a turn uses it (``bot.memory.service.MemoryService``)."""
+
+    async def context_for(self, message: InboundMessage, session_id: int) -> str:
+        """A prompt section of what is remembered about the message ("" for nothing)."""
+        ...
+
+    async def observe(self, message: InboundMessage, session_id: int) -> None:
+        """Keep what a person said."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Per-request settings taken from the main provider's config, and the daily budget.
+
+    ``tokens_per_day`` caps one person's model tokens in any 24 hours (0: no cap).
+    """
+
+    max_tokens: int = 4096
+    temperature: float | None = None
+    tokens_per_day: int = 0
+
+
+class Agent:
+    """Runs turns; holds no per-chat state (that lives in the history store)."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        tools: ToolExecutor,
+        history: HistoryStore,
+        prompt: PromptBuilder,
+        dispatch: ToolDispatch,
+        settings: AgentConfig,
+        model: ModelSettings,
+        workspace: Path,
+        timezone: ZoneInfo,
+        depth: int = 0,
+        memory: TurnMemory | None = None,
+    ) -> None:
+        self._memory = memory
+        self._depth = depth
+        self._provider = provider
+        self._tools = tools
+        self._history = history
+        self._prompt = prompt
+        self._dispatch = dispatch
+        self._settings = settings
+        self._model = model
+        self._workspace = workspace
+        self._timezone = timezone
+
+    async def new_session(self, message: InboundMessage) -> None:
+        """Start a fresh conversation in ``message``'s chat."""
+        await self._history.new_session(message.session)
+
+    async def remember_delivery(self, key: SessionKey, note: str, text: str) -> None:
+        """Record a message sent to a chat outside a turn (a job's output) in its history."""
+        session_id = await self._history.session_for(key)
+        await self._history.append(
+            session_id, [ChatMessage("user", note), ChatMessage("assistant", text)]
+        )
+
+    async def run_turn(
+        self,
+        message: InboundMessage,
+        *,
+        channel_context: str,
+        session_id: int | None = None,
+        on_text: TextSink | None = None,
+        inbound_id: int | None = None,
+        replayed: bool = False,
+        history_key: SessionKey | None = None,
+        origin: str = "chat",
+    ) -> TurnResult:
+        """Answer one message. Provider failures propagate as ``ProviderError``.
+
+        ``inbound_id`` ties the turn to its stored inbound message; a message
+        answered again after a restart (``replayed``) first drops what its
+        interrupted attempt left in history. A scheduled turn may keep its
+        history apart from the chat it answers in (``history_key``); ``origin``
+        says who started it ("chat", "cron:NAME", "heartbeat").
+        """
+        discard = replayed and inbound_id is not None
+        if discard and await self._history.discard_unfinished(inbound_id or 0):
+            log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
+        if session_id is None:
+            session_id = await self._history.session_for(history_key or message.session)
+        over = await self._over_budget(message.sender_id)
+        if over:
+            return TurnResult(over, "budget", Usage(), 0, 0)
+        remembered = await self._recall(message, session_id, origin)
+        earlier = repair_history(await self._history.load(session_id))
+        user = ChatMessage(role="user", content=message.text)
+        turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
+        turn: list[ChatMessage] = [user]
+        ctx = ToolContext(
+            session=message.session,
+            workspace=self._workspace,
+            origin=origin,
+            timezone=self._timezone,
+            sender_id=message.sender_id,
+            depth=self._depth,
+            sender_name=message.sender_name,
+            is_direct=message.is_direct,
+            inbound_id=inbound_id,
+        )
+        usage, calls_made, status = Usage(), 0, "failed"
+        rounds = 0
+        last: list[ChatMessage] = []  # stored together with the turn's outcome
+        try:
+            limit = self._settings.max_tool_iterations
+            while rounds < limit:
+                rounds += 1
+                system = self._prompt.build(channel=channel_context, extra=remembered)
+                messages = trim_history(
+                    [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
+                )
+                completion = await self._dispatch.complete(
+                    self._provider,
+                    system,
+                    messages,
+                    self._tools.specs(),
+                    max_tokens=self._model.max_tokens,
+                    temperature=self._model.temperature,
+                    on_text=on_text,
+                )
+                usage += completion.usage
+                reply = ChatMessage("assistant", completion.text, completion.tool_calls)
+                if not completion.tool_calls:
+                    status, last = "done", [reply]
+                    return TurnResult(completion.text, "done", usage, rounds, calls_made)
+                await self._history.append(session_id, [reply], turn_id)
+                turn.append(reply)
+                calls_made += len(completion.tool_calls)
+                if rounds == limit:
+                    results = [_not_run(call, limit) for call in completion.tool_calls]
+                else:
+                    results = await self._run_tools(completion.tool_calls, ctx)
+                await self._history.append(session_id, results, turn_id)
+                turn.extend(results)
+            text = (
+                f"I stopped after {limit} rounds of tool use without finishing "
+                "(the limit is agent.max_tool_iterations). "
+                "Try a smaller request, or ask me to continue."
+            )
+            status, last = "iteration_limit", [ChatMessage("assistant", text)]
+            return TurnResult(text, "iteration_limit", usage, rounds, calls_made)
+        except asyncio.CancelledError:
+            status = "interrupted"
+            raise
+        finally:
+            record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
+            await asyncio.shield(self._history.end_turn(session_id, turn_id, record, last))
+            log.info(
+                "turn %s in %s: %s after %d round(s), %d tool call(s), %d+%d tokens",
+                turn_id,
+                message.session,
+                status,
+                rounds,
+                calls_made,
+                usage.input_tokens,
+                usage.output_tokens,
+            )
+
+    async def _recall(
+        self, message: InboundMessage, session_id: int, origin: str
+    ) -> tuple[str, ...]:
+        """What memory adds to the prompt; a person's words are kept for later."""
+        if self._memory is None or self._depth:
+            return ()
+        section = await self._memory.context_for(message, session_id)
+        if origin == "chat":
+            await self._memory.observe(message, session_id)
+        return (section,) if section else ()
+
+    async def _over_budget(self, sender: str) -> str:
+        """A plain sentence when ``sender`` used up today's model budget, else ""."""
+        limit = self._model.tokens_per_day
+        if limit <= 0:
+            return ""
+        used = await self._history.tokens_since(sender, time.time() - 86_400)
+        if used < limit:
+            return ""
+        log.warning("turn refused: %s used %d of %d tokens in 24 h", sender, used, limit)
+        return (
+            f"You have reached today's limit for the model ({used:,} of {limit:,} tokens "
+            "in the last 24 hours). Please try again later."
+        )
+
+    async def _run_tools(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ChatMessage]:
+        results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))
+        return [_result_message(call, result) for call, result in zip(calls, results, strict=True)]
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> ChatMessage:
+    return ChatMessage(
+        role="tool",
+        content=result.for_model(),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        is_error=not result.ok,
+    )
+
+
+def _not_run(call: ToolCall, limit: int) -> ChatMessage:
+    return _result_message(
+        call, ToolResult.failure(f"not run: the turn reached its limit of {limit} tool rounds")
+    )

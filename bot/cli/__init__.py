@@ -1,0 +1,1 @@
+"""The pinclaw command line: every command, onboarding, the terminal."""

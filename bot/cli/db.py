@@ -1,0 +1,109 @@
+"""``pinclaw db check | backup PATH | recover``: looking after the one SQLite file.
+
+``check`` runs SQLite's full integrity check; ``backup`` copies the database
+while the daemon runs; ``recover`` replaces a damaged database by what can be
+read from it (and refuses while a daemon holds the data folder). The exit code
+is 0 when all is well, 1 when the database is damaged or the work failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+from pathlib import Path
+
+from bot.core.errors import UserError
+
+Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
+
+
+def add_db_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``pinclaw db`` and its actions."""
+    db = sub.add_parser("db", parents=[common], help="check, back up or recover the database")
+    actions = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    actions.add_parser("check", parents=[common], help="run SQLite's full integrity check")
+    backup = actions.add_parser(
+        "backup", parents=[common], help="copy the database to PATH (works while PinClaw runs)"
+    )
+    backup.add_argument("path", help="the new file")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    actions.add_parser(
+        "recover",
+        parents=[common],
+        help="replace a damaged database by what can be read from it (the damaged one stays)",
+    )
+    db.set_defaults(handler=run_db)
+
+
+def run_db(args: argparse.Namespace) -> int:
+    """Run ``pinclaw db ACTION``."""
+    from bot.config import load_config
+
+    loaded = load_config(getattr(args, "config", None))
+    path = loaded.database
+    if not path.exists():
+        raise UserError(f"there is no database yet at {path} (PinClaw creates it on first use)")
+    if args.db_command == "check":
+        return _check(path)
+    if args.db_command == "backup":
+        return _backup(path, Path(args.path).expanduser(), force=args.force)
+    from bot.daemon.run_lock import data_dir_lock
+
+    with data_dir_lock(loaded.data_dir, purpose="recover the database"):
+        return _recover(path)
+
+
+def _check(path: Path) -> int:
+    from bot.store.db import check_findings, damaged_message, header_problem
+
+    if problem := header_problem(path):
+        print(f"pinclaw: {damaged_message(path, problem)}", file=sys.stderr)
+        return 1
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            found = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as exc:
+        print(f"pinclaw: {damaged_message(path, str(exc))}", file=sys.stderr)
+        return 1
+    if found == ["ok"]:
+        print(f"{path}: OK (SQLite's integrity check found nothing wrong)")
+        return 0
+    print(f"pinclaw: {damaged_message(path, check_findings(found))}", file=sys.stderr)
+    return 1
+
+
+def _backup(path: Path, target: Path, *, force: bool) -> int:
+    from bot.store.recover import backup
+
+    if target.exists() and not force:
+        raise UserError(f"{target} exists; choose another name or add --force to replace it")
+    if target.resolve() == path.resolve():
+        raise UserError("a backup cannot replace the database itself")
+    target.unlink(missing_ok=True)
+    try:
+        pages = asyncio.run(asyncio.to_thread(backup, path, target))
+    except sqlite3.Error as exc:
+        target.unlink(missing_ok=True)
+        raise UserError(f"the backup failed: {exc}") from None
+    size = target.stat().st_size
+    print(f"Backed up {path} to {target} ({pages} pages, {size / 1024:.0f} KiB).")
+    return 0
+
+
+def _recover(path: Path) -> int:
+    from bot.store.recover import recover
+
+    try:
+        done = recover(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise UserError(f"the recovery failed: {exc}; {path} is unchanged") from None
+    rows = sum(done.rows.values())
+    print(f"Recovered {rows} rows in {len(done.rows)} tables into {path}, with {done.method}.")
+    print(f"The damaged file is kept as {done.aside}.")
+    if done.lost:
+        print(f"Could not be saved: {', '.join(done.lost)}.")
+    return 0

@@ -1,0 +1,329 @@
+"""The ``pinclaw`` command line.
+
+Each subcommand imports what it needs when it runs, so ``pinclaw --help`` and
+``pinclaw config check`` stay fast and a disabled part's libraries are never
+loaded. Errors meant for people (``UserError``) print as one line on stderr;
+the exit code is 2 for configuration and usage errors, 1 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot import __version__
+from bot.cli.db import add_db_commands
+from bot.cli.service import add_service_commands
+from bot.core.errors import ConfigError, UsageError, UserError
+from bot.cron.cli import add_cron_commands
+from bot.hardware.cli import add_hardware_commands
+from bot.memory.cli import add_memory_commands
+
+if TYPE_CHECKING:
+    from bot.config import LoadedConfig
+
+
+def entry() -> int:
+    """The ``pinclaw`` console script: ``main``, and out promptly, whatever was left running."""
+    return _leave_promptly(main())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``pinclaw`` command line; the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:  # bare `pinclaw`: say what there is
+        parser.print_help()
+        return 0
+    from bot.cli.logs import setup_logging
+
+    setup_logging(getattr(args, "log_level", None) or _default_level(args.subcommand))
+    return _handle(args)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    """Run the command; every error becomes one line on stderr and an exit code."""
+    try:
+        code: int = args.handler(args)
+    except (ConfigError, UsageError) as exc:
+        print(f"pinclaw: {exc}", file=sys.stderr)
+        return 2
+    except UserError as exc:
+        print(f"pinclaw: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pinclaw: cancelled", file=sys.stderr)
+        return 130
+    except sqlite3.DatabaseError as exc:
+        from bot.store.db import damaged_message, is_damage
+
+        why = damaged_message(None, str(exc)) if is_damage(exc) else f"the database failed: {exc}"
+        print(f"pinclaw: {why}", file=sys.stderr)
+        return 1
+    return code
+
+
+def _leave_promptly(code: int, wait_s: float = 3.0) -> int:
+    """``code``, once no worker thread is left that would keep the process alive.
+
+    Every part closes its threads itself; this is the net under that rule: a
+    thread still running after ``wait_s`` cannot hold the exit hostage.
+    """
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="config file (default: $PINCLAW_CONFIG, else ~/.pinclaw/config.toml)",
+    )
+    common.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=argparse.SUPPRESS,
+        help="log detail on stderr",
+    )
+    parser = argparse.ArgumentParser(
+        prog="pinclaw",
+        description="PinClaw: a chat-channel agent daemon.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
+    for add in (
+        _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
+        add_memory_commands, add_hardware_commands, _files, add_db_commands, add_service_commands,
+    ):  # fmt: skip
+        add(sub, common)
+    return parser
+
+
+Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
+
+
+def _talking(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    agent = sub.add_parser("agent", parents=[common], help="run one turn and print the reply")
+    agent.add_argument("-m", "--message", required=True, help="what to say to the agent")
+    agent.add_argument(
+        "--session", metavar="NAME", help="continue the named conversation (default: a fresh one)"
+    )
+    agent.set_defaults(handler=_agent)
+    chat = sub.add_parser("chat", parents=[common], help="chat with the agent in the terminal")
+    chat.add_argument("--session", metavar="NAME", default="chat", help="conversation name")
+    chat.set_defaults(handler=_chat)
+    run = sub.add_parser("run", parents=[common], help="run the daemon with its chat channels")
+    run.set_defaults(handler=_run)
+
+
+def _onboarding(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    onboard = sub.add_parser("onboard", parents=[common], help="first-run setup of the provider")
+    onboard.add_argument("--kind", choices=("openai", "anthropic", "gemini", "ollama"))
+    onboard.add_argument("--model")
+    onboard.add_argument(
+        "--base-url", metavar="URL", help="API root, e.g. http://localhost:8080/v1"
+    )
+    onboard.add_argument("--api-key", metavar="KEY", help="written into the config file")
+    onboard.add_argument(
+        "--api-key-env", metavar="VAR", help="reference ${VAR} in the config instead of a key"
+    )
+    onboard.add_argument(
+        "--non-interactive", action="store_true", help="ask nothing; use flags and defaults"
+    )
+    onboard.add_argument("--force", action="store_true", help="replace an existing config")
+    onboard.add_argument(
+        "--skip-check", action="store_true", help="write without asking the model for a reply"
+    )
+    onboard.set_defaults(handler=_onboard)
+
+
+def _pairing_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    pairing = sub.add_parser("pairing", parents=[common], help="admit people who asked to talk")
+    pairing_sub = pairing.add_subparsers(dest="pairing_command", required=True, metavar="ACTION")
+    listing = pairing_sub.add_parser(
+        "list", parents=[common], help="codes waiting and people admitted"
+    )
+    listing.set_defaults(handler=_pairing)
+    approve = pairing_sub.add_parser("approve", parents=[common], help="admit the sender of CODE")
+    approve.add_argument("code")
+    approve.set_defaults(handler=_pairing)
+    revoke = pairing_sub.add_parser("revoke", parents=[common], help="remove an admitted person")
+    revoke.add_argument("channel")
+    revoke.add_argument("user_id")
+    revoke.set_defaults(handler=_pairing)
+
+
+def _approvals_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    approvals = sub.add_parser("approvals", parents=[common], help="the always-allow rules")
+    approvals_sub = approvals.add_subparsers(
+        dest="approvals_command", required=True, metavar="ACTION"
+    )
+    approvals_sub.add_parser("list", parents=[common], help="every rule, who made it, when")
+    revoke_rule = approvals_sub.add_parser("revoke", parents=[common], help="remove rule ID")
+    revoke_rule.add_argument("rule_id", type=int, metavar="ID")
+    approvals.set_defaults(handler=_approvals)
+
+
+def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    audit = sub.add_parser("audit", parents=[common], help="the log of every tool call")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
+    verify = audit_sub.add_parser("verify", parents=[common], help="check the log's hash chain")
+    verify.add_argument("path", nargs="?", help="log file (default: the one in use)")
+    verify.set_defaults(handler=_audit)
+    show = audit_sub.add_parser("show", parents=[common], help="the latest entries, readably")
+    show.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
+    show.set_defaults(handler=_audit)
+    config = sub.add_parser("config", parents=[common], help="work with the config file")
+    config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
+    check = config_sub.add_parser("check", parents=[common], help="validate a config file")
+    check.add_argument("path", nargs="?", help="file to check (default: the config in use)")
+    check.set_defaults(handler=_config_check)
+
+
+def _default_level(command: str) -> str:
+    # One-shot and interactive commands keep stderr for errors; the daemon logs its progress.
+    return "info" if command == "run" else "error"
+
+
+def _config_arg(args: argparse.Namespace) -> str | None:
+    value: str | None = getattr(args, "config", None)
+    return value
+
+
+def _sealed(loaded: LoadedConfig) -> LoadedConfig:
+    """The config, once its secrets are out of this process's environment (see own_env)."""
+    from bot.security.own_env import seal_process
+    from bot.security.redact import config_secrets
+
+    seal_process(config_secrets(loaded.config))
+    return loaded
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from bot.cli.terminal import run_agent_once
+    from bot.config import load_config
+
+    loaded = _sealed(load_config(_config_arg(args)))
+    reply = asyncio.run(run_agent_once(loaded, args.message, args.session))
+    print(reply)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from bot.cli.terminal import run_chat
+    from bot.config import load_config
+
+    loaded = _sealed(load_config(_config_arg(args)))
+    return asyncio.run(run_chat(loaded, args.session))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.cli.logs import setup_logging
+    from bot.config import load_config
+    from bot.daemon.main import run_daemon
+    from bot.daemon.run_lock import data_dir_lock
+
+    loaded = load_config(_config_arg(args))
+    with data_dir_lock(loaded.data_dir):
+        _sealed(loaded)
+        setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
+        return asyncio.run(run_daemon(loaded))
+
+
+def _pairing(args: argparse.Namespace) -> int:
+    from bot.cli.pairing import run_pairing
+    from bot.config import load_config
+
+    loaded = load_config(_config_arg(args))
+    return asyncio.run(
+        run_pairing(
+            loaded,
+            args.pairing_command,
+            code=getattr(args, "code", ""),
+            channel=getattr(args, "channel", ""),
+            user_id=getattr(args, "user_id", ""),
+        )
+    )
+
+
+def _onboard(args: argparse.Namespace) -> int:
+    from bot.cli.onboard import Flags, onboard
+    from bot.config import config_path
+
+    flags = Flags(
+        kind=args.kind,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        api_key_env=args.api_key_env,
+        interactive=not args.non_interactive,
+        force=args.force,
+        check=not args.skip_check,
+    )
+    return onboard(config_path(_config_arg(args)), flags)
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from bot.approvals.cli import run_approvals
+    from bot.config import load_config
+
+    loaded = load_config(_config_arg(args))
+    return asyncio.run(run_approvals(loaded, args.approvals_command, getattr(args, "rule_id", 0)))
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from bot.cli.audit import show_audit, verify_audit
+    from bot.config import load_config
+
+    if args.audit_command == "verify" and getattr(args, "path", None):
+        return verify_audit(Path(args.path).expanduser(), named=True)
+    loaded = load_config(_config_arg(args))
+    path = loaded.data_dir / loaded.config.security.audit_log
+    if args.audit_command == "verify":
+        return verify_audit(path)
+    return show_audit(path, args.lines)
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    from bot.config import load_config
+
+    loaded = load_config(args.path or _config_arg(args))
+    config = loaded.config
+    fallbacks = len(config.provider.fallbacks)
+    print(
+        f"{loaded.path}: OK (provider {config.provider.label} at {config.provider.url}"
+        f"{f', {fallbacks} fallback(s)' if fallbacks else ''}; data in {loaded.data_dir})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The terminal commands: ``pinclaw agent -m`` (one turn) and ``pinclaw chat`` (a REPL).
+
+Both run the same agent loop as the daemon; ``chat`` goes through the router
+with the terminal as its channel, exactly as a Telegram chat would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import secrets
+import sys
+
+from bot.approvals.approvers import Approvers
+from bot.approvals.setup import approval_service
+from bot.config import LoadedConfig
+from bot.core.errors import UsageError
+from bot.core.messages import InboundMessage, clean_text, too_long
+from bot.daemon.app import open_app
+from bot.daemon.inbound import InboundStore
+from bot.daemon.router import Router, describe_chat
+
+
+async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:
+    """Run one turn and return the reply; a named session continues its conversation."""
+    text = clean_text(text)
+    if note := too_long(text, loaded.config.daemon.max_message_bytes):
+        raise UsageError(f"{note} ([daemon] max_message_bytes)")
+    async with open_app(loaded) as app:
+        message = InboundMessage(
+            channel="terminal",
+            chat_id=session or f"agent-{secrets.token_hex(4)}",
+            sender_id=login_name(),
+            sender_name=login_name(),
+            text=text,
+        )
+        session_id = None if session else await app.history.new_session(message.session)
+        result = await app.agent.run_turn(
+            message, channel_context=describe_chat(message), session_id=session_id
+        )
+        return result.text
+
+
+async def run_chat(loaded: LoadedConfig, session: str) -> int:
+    """Chat in the terminal until /quit or end of input."""
+    from channels.terminal import TerminalChannel
+
+    async with open_app(loaded) as app:
+        inbound = InboundStore(app.db)
+        await inbound.setup()
+        user = login_name()
+        channel = TerminalChannel(chat_id=session, user=user)
+        approvals = await approval_service(
+            app, loaded, {channel.name: channel}, Approvers({}, local={channel.name: [user]})
+        )
+        router = Router(
+            agent=app.agent,
+            channels={channel.name: channel},
+            inbound=inbound,
+            settings=loaded.config.daemon,
+            model_label=loaded.config.provider.label,
+            approvals=approvals,
+        )
+        if sys.stdin.isatty():
+            print(
+                f"PinClaw chat with {loaded.config.provider.label}. "
+                "/help for commands, /quit or Ctrl-D to leave."
+            )
+        try:
+            await channel.run(router)
+            await router.drain()
+        except asyncio.CancelledError:  # Ctrl-C: stop the turn in progress, then leave
+            await router.shutdown(0)
+            raise
+        finally:
+            await approvals.drain()
+    return 0
+
+
+def login_name() -> str:
+    """The name of the person at the terminal."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "owner"

@@ -1,0 +1,338 @@
+"""PinClaw's configuration: one TOML file, validated strictly, secrets from the environment.
+
+``load_config`` finds the file (``--config``, ``$PINCLAW_CONFIG``, then
+``~/.pinclaw/config.toml``), replaces ``${VAR}`` / ``${VAR:-default}`` in string
+values, and validates the result. Every problem becomes one ``ConfigError`` line
+that names the key path and says what is expected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+
+from bot.config.base import Section, check_url, check_zone, empty_is_none
+from bot.config.errors import describe_validation_error
+from bot.config.files import check_paths, read_document
+from bot.config.hardware import HardwareConfig, HomeAssistantConfig
+from bot.config.memory import MemoryConfig
+from bot.config.schedule import CronConfig, HeartbeatConfig
+from bot.config.security import SecurityConfig
+from bot.core.errors import ConfigError
+
+CONFIG_ENV = "PINCLAW_CONFIG"
+DATA_DIR_ENV = "PINCLAW_DATA_DIR"
+DEFAULT_HOME = Path("~/.pinclaw")
+
+ProviderKind = Literal["openai", "anthropic", "gemini", "ollama"]
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "ollama": "http://localhost:11434",
+}
+
+
+class ProviderSpec(Section):
+    """One model provider: which API, which model, where, and with which key."""
+
+    kind: ProviderKind
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_tokens: int = Field(default=4096, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    tool_dispatch: Literal["auto", "native", "xml"] = "auto"
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    _check_url = field_validator("base_url")(check_url)
+    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
+
+    @property
+    def url(self) -> str:
+        """The base URL in use: the configured one or the kind's default."""
+        return self.base_url or DEFAULT_BASE_URLS[self.kind]
+
+    @property
+    def label(self) -> str:
+        """How logs and errors name this provider."""
+        return f"{self.kind}:{self.model}"
+
+    def key(self) -> str:
+        """The API key, or an empty string for servers that need none."""
+        return self.api_key.get_secret_value() if self.api_key else ""
+
+    def missing_key(self) -> bool:
+        """True when this kind and URL need an API key and none is set."""
+        if self.api_key is not None:
+            return False
+        if self.kind in ("anthropic", "gemini"):
+            return True
+        return self.kind == "openai" and self.base_url is None
+
+
+class ProviderConfig(ProviderSpec):
+    """The main provider plus fallbacks tried in order when it fails."""
+
+    fallbacks: list[ProviderSpec] = Field(default_factory=list)
+
+
+class SubAgentConfig(Section):
+    """``[agents.NAME]``: a sub-agent the ``delegate`` tool can hand a task to."""
+
+    description: str = Field(min_length=1)
+    system_prompt: str = ""
+    tools: list[str] = Field(default_factory=list)
+    provider: ProviderSpec | None = None
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class GeneralConfig(Section):
+    """Where state lives and how the daemon logs."""
+
+    data_dir: str = str(DEFAULT_HOME)
+    timezone: str | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    _check_timezone = field_validator("timezone")(check_zone)
+
+
+class AgentConfig(Section):
+    """How a turn runs: tool rounds and how much history the model sees."""
+
+    max_tool_iterations: int = Field(default=10, ge=1, le=100)
+    history_budget_tokens: int = Field(default=12000, ge=500)
+    identity_file: str = "IDENTITY.md"
+    max_delegation_depth: int = Field(default=1, ge=0, le=3)
+
+
+class ToolsConfig(Section):
+    """Settings shared by every tool."""
+
+    disabled: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_output_chars: int = Field(default=16000, ge=200)
+
+
+class DaemonConfig(Section):
+    """How ``pinclaw run`` schedules turns and survives restarts."""
+
+    max_concurrent_turns: int = Field(default=4, ge=1, le=64)
+    busy_mode: Literal["queue", "collect"] = "queue"
+    max_message_age_s: float = Field(default=3600.0, ge=0)
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+    max_message_bytes: int = Field(default=16384, ge=0)
+
+
+class Config(Section):
+    """The whole configuration file."""
+
+    general: GeneralConfig = GeneralConfig()
+    provider: ProviderConfig
+    agent: AgentConfig = AgentConfig()
+    tools: ToolsConfig = ToolsConfig()
+    daemon: DaemonConfig = DaemonConfig()
+    security: SecurityConfig = SecurityConfig()
+    cron: CronConfig = CronConfig()
+    heartbeat: HeartbeatConfig = HeartbeatConfig()
+    memory: MemoryConfig = MemoryConfig()
+    hardware: HardwareConfig = HardwareConfig()
+    home_assistant: HomeAssistantConfig = HomeAssistantConfig()
+    agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
+    channels: dict[str, BaseModel] = Field(default_factory=dict)
+
+    def enabled_channels(self) -> dict[str, BaseModel]:
+        """The channel settings whose ``enabled`` is true, by channel name."""
+        return {n: s for n, s in self.channels.items() if getattr(s, "enabled", True)}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated config together with where it came from and the resolved data dir."""
+
+    config: Config
+    path: Path
+    data_dir: Path
+
+    @property
+    def workspace(self) -> Path:
+        """The agent's workspace directory."""
+        return self.data_dir / "workspace"
+
+    @property
+    def database(self) -> Path:
+        """The SQLite file holding all state."""
+        return self.data_dir / "pinclaw.db"
+
+    def timezone(self) -> ZoneInfo:
+        """The configured timezone, else the host's, else UTC."""
+        return resolve_timezone(self.config.general.timezone)
+
+
+class ConfigMissing(ConfigError):
+    """There is no config file where PinClaw looked."""
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Where the config file is: the argument, ``$PINCLAW_CONFIG``, or the default."""
+    chosen = explicit or os.environ.get(CONFIG_ENV) or DEFAULT_HOME / "config.toml"
+    return Path(chosen).expanduser()
+
+
+def load_config(
+    explicit: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> LoadedConfig:
+    """Read, interpolate and validate the config; raise ``ConfigError`` with one clear line."""
+    path = config_path(explicit)
+    if not path.is_file():
+        raise ConfigMissing(
+            f"no config file at {path}; run `pinclaw onboard` to create one "
+            f"(or pass --config PATH / set {CONFIG_ENV})"
+        )
+    raw = read_document(path)
+    values = env if env is not None else with_credentials(dict(os.environ))
+    config = parse_config(raw, values, source=str(path))
+    environ = env if env is not None else os.environ
+    data_dir = Path(environ.get(DATA_DIR_ENV) or config.general.data_dir).expanduser()
+    if not data_dir.is_absolute():
+        data_dir = (path.parent / data_dir).resolve()
+    check_paths(data_dir, config, DATA_DIR_ENV if environ.get(DATA_DIR_ENV) else "general.data_dir")
+    return LoadedConfig(config=config, path=path, data_dir=data_dir)
+
+
+def with_credentials(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus systemd credentials (``LoadCredential=NAME:...``) as ``NAME`` where unset.
+
+    A service can then keep a secret in a credential file instead of its
+    environment, and the config still refers to it as ``${NAME}``.
+    """
+    folder = env.get("CREDENTIALS_DIRECTORY")
+    if not folder:
+        return env
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return env
+    for entry in entries:
+        if entry.name not in env and entry.is_file():
+            try:
+                env[entry.name] = Path(entry.path).read_text(encoding="utf-8").rstrip("\n")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return env
+
+
+def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config") -> Config:
+    """Validate an already-parsed TOML document."""
+    data = interpolate(raw, env, source)
+    channels = _parse_channels(data.pop("channels", {}), source)
+    try:
+        config = Config.model_validate(data).model_copy(update={"channels": channels})
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc, Config)}") from None
+    for where, spec in _provider_specs(config):
+        if spec.missing_key():
+            raise ConfigError(
+                f"{source}: {where}.api_key: a key is required for kind '{spec.kind}' "
+                f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
+            )
+    return config
+
+
+def _parse_channels(raw: object, source: str) -> dict[str, BaseModel]:
+    """Validate each ``[channels.NAME]`` table with the model its adapter registers."""
+    from bot.core.channel_registry import CHANNELS, settings_model
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: channels: expected a table of channel tables")
+    parsed: dict[str, BaseModel] = {}
+    for name, table in raw.items():
+        if name not in CHANNELS:
+            known = ", ".join(CHANNELS)
+            raise ConfigError(f"{source}: channels.{name}: unknown channel (known: {known})")
+        model = settings_model(name)
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: channels.{name}: expected a table")
+        try:
+            parsed[name] = model.model_validate(table)
+        except ValidationError as exc:
+            detail = describe_validation_error(exc, model, prefix=f"channels.{name}")
+            raise ConfigError(f"{source}: {detail}") from None
+    return parsed
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def interpolate(value: Any, env: dict[str, str], source: str, path: str = "") -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string, naming the key on failure."""
+    if isinstance(value, dict):
+        return {
+            k: interpolate(v, env, source, f"{path}.{k}" if path else k) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [interpolate(v, env, source, f"{path}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = env.get(name)
+        if found:
+            return found
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"{source}: {path}: environment variable {name} is not set "
+            f"(the config refers to ${{{name}}})"
+        )
+
+    return _ENV_REF.sub(replace, value)
+
+
+def resolve_timezone(name: str | None) -> ZoneInfo:
+    """A ZoneInfo for ``name``, else the host's zone (``$TZ``, /etc/localtime), else UTC."""
+    candidates = [name, os.environ.get("TZ", "").lstrip(":") or None, _host_zone_name()]
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return ZoneInfo(candidate)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+    return ZoneInfo("UTC")
+
+
+def _host_zone_name() -> str | None:
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        try:
+            return Path("/etc/timezone").read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+    marker = "zoneinfo/"
+    return target.split(marker, 1)[1] if marker in target else None
+
+
+def _provider_specs(config: Config) -> list[tuple[str, ProviderSpec]]:
+    specs: list[tuple[str, ProviderSpec]] = [("provider", config.provider)]
+    specs += [(f"provider.fallbacks[{i}]", s) for i, s in enumerate(config.provider.fallbacks)]
+    specs += [(f"agents.{n}.provider", a.provider) for n, a in config.agents.items() if a.provider]
+    return specs
+
+
+def key_env_name(kind: str) -> str:
+    """The environment variable a provider kind's key is usually kept in."""
+    return {"anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}.get(
+        kind, "OPENAI_API_KEY"
+    )

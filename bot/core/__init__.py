@@ -1,0 +1,1 @@
+"""Ports and shared types: messages, the channel port, errors, tool API, delivery."""

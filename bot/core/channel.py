@@ -1,0 +1,195 @@
+"""The ``Channel`` port: a chat surface that feeds the inbox and delivers replies.
+
+A channel's ``run`` connects and serves until it is cancelled; when the
+connection dies it raises, and the supervisor starts it again with backoff.
+Before a channel acknowledges a message to its platform it awaits
+``inbox.put``, which stores the message durably (and says whether it is a
+duplicate), so nothing acknowledged can be lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from bot.core.chat_commands import CommandInfo
+from bot.core.conversation import TextSink
+from bot.core.errors import PinclawError
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.store.kv import KeyValueStore
+
+log = logging.getLogger(__name__)
+
+ConnectionState = Literal["starting", "connected", "reconnecting", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTarget:
+    """Where to post: a chat on a channel, and a thread or topic inside it."""
+
+    channel: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """Someone tapped a button under one of PinClaw's messages.
+
+    ``message_ref`` is the platform's id of the message the button is on (as
+    returned by ``ApprovalSurface.post_approval``); ``action_id`` the button's.
+    """
+
+    channel: str
+    chat_id: str
+    user_id: str
+    user_name: str
+    action_id: str
+    message_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PressReply:
+    """What to tell the person who tapped: privately (an alert, an ephemeral message)
+    unless ``private`` is false."""
+
+    text: str
+    private: bool = True
+
+
+class Inbox(Protocol):
+    """Where channels put what people send; the core takes messages from here."""
+
+    async def put(self, message: InboundMessage) -> bool:
+        """Store ``message`` durably and queue it; False when it was seen before.
+
+        Raises ``ShuttingDown`` while the daemon stops (do not acknowledge then).
+        """
+        ...
+
+    async def press(self, press: ButtonPress) -> PressReply:
+        """Handle a button tap; answer the tapper with the reply (quickly: platforms wait)."""
+        ...
+
+
+@runtime_checkable
+class ApprovalSurface(Protocol):
+    """A channel that can show approval requests with buttons and edit them afterwards.
+
+    A surface may also have an ``approve_command`` attribute: how a person types a
+    decision there (default ``/approve``; Slack's is ``/pinclaw approve``).
+    """
+
+    async def post_approval(
+        self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
+    ) -> str:
+        """Post ``text`` (markdown) with ``buttons``; return the platform's message id."""
+        ...
+
+    async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:
+        """Replace the request's text with ``text`` and remove its buttons."""
+        ...
+
+    def direct_target(self, user_id: str) -> ChatTarget | None:
+        """The private chat with ``user_id`` on this platform, if the bot can post there."""
+        ...
+
+
+class ShuttingDown(PinclawError):
+    """Raised by ``Inbox.put`` while the daemon stops: the message was not taken, so
+    the adapter must not acknowledge it and the platform delivers it again later."""
+
+
+class DeliveryError(PinclawError):
+    """A message could not be delivered, even after retries; the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDeps:
+    """What the core gives every adapter: state, the shared TLS context, the commands."""
+
+    state: KeyValueStore
+    ssl: ssl.SSLContext
+    data_dir: Path
+    commands: tuple[CommandInfo, ...]
+
+
+@dataclass(slots=True)
+class ChannelStatus:
+    """A channel's connection state and the time of its last inbound event."""
+
+    name: str
+    state: ConnectionState = "starting"
+    since: float = 0.0
+    detail: str = ""
+    last_inbound_at: float | None = None
+    restarts: int = 0
+    _up: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def connected(self, detail: str) -> None:
+        """Record a (re)connection; logs one line per change."""
+        if self.state != "connected":
+            log.info("%s connected%s", self.name, f" {detail}" if detail else "")
+        self.state, self.since, self.detail = "connected", time.time(), detail
+        self._up.set()
+
+    def disconnected(self, reason: str) -> None:
+        """Record a lost connection and why."""
+        if self.state == "connected":
+            log.warning("%s disconnected: %s", self.name, reason)
+        self.state, self.since, self.detail = "reconnecting", time.time(), reason
+        self._up.clear()
+
+    async def wait_connected(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the channel to be connected; True if it is."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._up.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def heard(self) -> None:
+        """Record that an inbound event arrived now."""
+        self.last_inbound_at = time.time()
+
+
+class Channel(Protocol):
+    """A chat surface: Telegram, Discord, Slack, or the terminal."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def status(self) -> ChannelStatus: ...
+
+    async def run(self, inbox: Inbox) -> None:
+        """Connect and serve until cancelled; raise when the connection is lost."""
+        ...
+
+    async def send(self, message: OutboundMessage) -> None:
+        """Deliver ``message`` (split, paced, retried); raise ``DeliveryError`` if it cannot."""
+        ...
+
+    def typing(self, message: InboundMessage) -> AbstractAsyncContextManager[None]:
+        """Show that a reply to ``message`` is being written, until the block exits."""
+        ...
+
+    async def fetch(self, attachment: Attachment) -> bytes:
+        """Download an attachment of an inbound message."""
+        ...
+
+
+@runtime_checkable
+class StreamingChannel(Protocol):
+    """A channel that can show reply text while the model is still writing it."""
+
+    def text_sink(self, message: InboundMessage) -> TextSink | None:
+        """A sink for streamed reply text to ``message``'s chat, or None to wait for the end."""
+        ...

@@ -1,0 +1,40 @@
+"""Which chat channels exist, by name: the only place the core learns of platforms.
+
+Settings models and adapters are loaded by name, so a channel that is not
+enabled never has its library imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import BaseModel
+
+CHANNELS: dict[str, tuple[str, str]] = {
+    "telegram": (
+        "channels.telegram.settings:TelegramSettings",
+        "channels.telegram.channel:TelegramChannel",
+    ),
+    "discord": (
+        "channels.discord.settings:DiscordSettings",
+        "channels.discord.channel:DiscordChannel",
+    ),
+    "slack": ("channels.slack.settings:SlackSettings", "channels.slack.channel:SlackChannel"),
+}
+
+
+def settings_model(name: str) -> type[BaseModel]:
+    """The settings model of channel ``name`` (KeyError if there is no such channel)."""
+    model: type[BaseModel] = _load(CHANNELS[name][0])
+    return model
+
+
+def adapter_class(name: str) -> Any:
+    """The adapter class of channel ``name``; importing it loads the platform's library."""
+    return _load(CHANNELS[name][1])
+
+
+def _load(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -1,0 +1,1 @@
+"""The daemon: wiring, the router and its inbox, sessions, access, systemd."""

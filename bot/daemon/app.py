@@ -1,0 +1,183 @@
+"""The composition root: builds PinClaw's parts from a loaded config and owns their lifetimes.
+
+Parts start in dependency order (HTTP client, database, history, memory, the security
+kit, the tools behind the policy gate, provider, agent) and close in reverse.
+Nothing here imports a channel or a hardware library; those are loaded by name
+only when the config enables them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import httpx
+
+from bot.agent.dispatch import ToolDispatch
+from bot.agent.history import HistoryStore
+from bot.agent.loop import Agent, ModelSettings
+from bot.agent.prompt import PromptBuilder
+from bot.agent.tool_registry import ToolExecutor, ToolRegistry, build_registry
+from bot.config import LoadedConfig, SubAgentConfig
+from bot.core.tls import shared_ssl_context
+from bot.memory.service import MemoryService
+from bot.memory.setup import open_memory
+from bot.providers import Provider, build_provider, build_provider_chain
+from bot.security.audit import AuditLog
+from bot.security.gate import UNTRUSTED_NOTE, PolicyGate
+from bot.security.kit import SecurityKit, build_security
+from bot.security.redact import RedactingFilter, Redactor
+from bot.store.db import Check, Database
+from tools.delegate import AgentFactory, build_delegate
+from tools.memory import memory_tools
+
+if TYPE_CHECKING:
+    from bot.security.net import Resolver
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class App:
+    """The assembled core."""
+
+    loaded: LoadedConfig
+    db: Database
+    history: HistoryStore
+    tools: ToolRegistry
+    gate: PolicyGate
+    security: SecurityKit
+    agent: Agent
+    memory: MemoryService | None = None
+
+
+@asynccontextmanager
+async def open_app(
+    loaded: LoadedConfig, *, resolver: Resolver | None = None, check: Check = "header"
+) -> AsyncIterator[App]:
+    """Build and start the core; close everything on exit, in reverse order.
+
+    ``resolver`` replaces DNS for the web tools (tests point names at fakes);
+    ``check`` is how closely the database is examined on opening (``quick``
+    for the daemon).
+    """
+    config = loaded.config
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(verify=shared_ssl_context(), follow_redirects=False)
+        )
+        loaded.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        loaded.workspace.mkdir(mode=0o700, exist_ok=True)
+        fresh = not loaded.database.exists()
+        db = Database(loaded.database)
+        await db.open(check)
+        stack.push_async_callback(db.close)
+        history = HistoryStore(db)
+        await history.setup()
+        memory = await open_memory(db, loaded, client, fresh=fresh)
+        if memory is not None:
+            stack.push_async_callback(memory.stop)
+        security = build_security(loaded, resolver=resolver)
+        stack.enter_context(redacted_logs(security.redactor))
+        tools = build_registry(loaded, security)
+        gate = PolicyGate(
+            tools,
+            config=config.security,
+            audit=AuditLog(loaded.data_dir / config.security.audit_log),
+            redactor=security.redactor,
+        )
+        notes = (UNTRUSTED_NOTE,) if tools.has_untrusted_output() else ()
+        prompt = PromptBuilder(
+            loaded.workspace / config.agent.identity_file, loaded.timezone(), notes=notes
+        )
+        prompt.ensure_identity()
+        provider = build_provider_chain(config.provider, client)
+        delegate = build_delegate(
+            config.agents,
+            executor=gate,
+            history=history,
+            make_agent=_sub_agents(loaded, client, provider, history, notes),
+            max_depth=config.agent.max_delegation_depth,
+        )
+        if delegate is not None and "delegate" not in config.tools.disabled:
+            tools.add(delegate)
+        if memory is not None:
+            for memory_tool in memory_tools(memory):
+                if memory_tool.name not in config.tools.disabled:
+                    tools.add(memory_tool)
+        agent = Agent(
+            provider=provider,
+            tools=gate,
+            history=history,
+            prompt=prompt,
+            dispatch=ToolDispatch(config.provider.tool_dispatch),
+            settings=config.agent,
+            model=ModelSettings(
+                config.provider.max_tokens,
+                config.provider.temperature,
+                config.security.max_tokens_per_day,
+            ),
+            workspace=loaded.workspace,
+            timezone=loaded.timezone(),
+            memory=memory,
+        )
+        yield App(loaded, db, history, tools, gate, security, agent, memory)
+
+
+def _sub_agents(
+    loaded: LoadedConfig,
+    client: httpx.AsyncClient,
+    main: Provider,
+    history: HistoryStore,
+    notes: tuple[str, ...],
+) -> AgentFactory:
+    """Builds sub-agents for ``delegate``: their own prompt and provider, shared history."""
+    config = loaded.config
+    providers: dict[str, Provider] = {}
+
+    def make(name: str, sub: SubAgentConfig, tools: ToolExecutor, depth: int) -> Agent:
+        if name not in providers:
+            providers[name] = build_provider(sub.provider, client) if sub.provider else main
+        spec = sub.provider or config.provider
+        identity = sub.system_prompt or (
+            f"You are {name}, a specialised assistant: {sub.description}. "
+            "Do the task you are given and report the result briefly and exactly."
+        )
+        return Agent(
+            provider=providers[name],
+            tools=tools,
+            history=history,
+            prompt=PromptBuilder(
+                loaded.workspace / config.agent.identity_file,
+                loaded.timezone(),
+                notes=notes,
+                identity_text=identity,
+            ),
+            dispatch=ToolDispatch(spec.tool_dispatch),
+            settings=config.agent,
+            model=ModelSettings(
+                spec.max_tokens, spec.temperature, config.security.max_tokens_per_day
+            ),
+            workspace=loaded.workspace,
+            timezone=loaded.timezone(),
+            depth=depth,
+        )
+
+    return make
+
+
+@contextmanager
+def redacted_logs(redactor: Redactor) -> Iterator[None]:
+    """Redact the config's secrets from every log line while the core runs."""
+    handlers = logging.getLogger().handlers
+    log_filter = RedactingFilter(redactor)
+    for handler in handlers:
+        handler.addFilter(log_filter)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(log_filter)

@@ -1,0 +1,215 @@
+"""``pinclaw run``: the long-running daemon with its chat channels.
+
+``Daemon.open`` builds everything from the config (the core, the stores, the
+enabled channels, the router, the scheduler); ``start`` runs each channel under
+supervision, replays messages left unanswered and starts the scheduled jobs and
+the heartbeat; ``stop`` stops taking messages, lets
+running turns finish within ``[daemon] shutdown_grace_s`` (later ones are
+recorded as interrupted and answered after the next start), then closes the
+channels. ``run_daemon`` does all three around waiting for SIGTERM or SIGINT.
+Tests drive the same ``Daemon`` the command runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from bot import __version__
+from bot.approvals.approvers import Approvers
+from bot.approvals.service import ApprovalService
+from bot.approvals.setup import approval_service
+from bot.config import LoadedConfig
+from bot.config.channel import ChannelSettings
+from bot.core.channel import Channel, ChannelDeps
+from bot.core.channel_registry import adapter_class
+from bot.core.chat_commands import CHAT_COMMANDS
+from bot.core.errors import ConfigError
+from bot.core.tls import shared_ssl_context
+from bot.cron.setup import Scheduling, scheduling
+from bot.daemon import systemd
+from bot.daemon.access import AccessControl
+from bot.daemon.app import App, open_app
+from bot.daemon.inbound import InboundStore
+from bot.daemon.pairing import PairingStore
+from bot.daemon.router import Router
+from bot.daemon.supervisor import supervise
+from bot.store.kv import KeyValueStore
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """The running parts of ``pinclaw run``."""
+
+    def __init__(
+        self,
+        *,
+        app: App,
+        router: Router,
+        channels: dict[str, Channel],
+        inbound: InboundStore,
+        pairing: PairingStore,
+        grace_s: float,
+        approvals: ApprovalService | None = None,
+        scheduling: Scheduling | None = None,
+    ) -> None:
+        self.approvals = approvals
+        self.scheduling = scheduling
+        self.app = app
+        self.router = router
+        self.channels = channels
+        self.inbound = inbound
+        self.pairing = pairing
+        self._grace_s = grace_s
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, loaded: LoadedConfig) -> AsyncIterator[Daemon]:
+        """Build the daemon from ``loaded``; it is stopped and closed on exit."""
+        settings = {
+            name: s
+            for name, s in loaded.config.enabled_channels().items()
+            if isinstance(s, ChannelSettings)
+        }
+        if not settings:
+            raise ConfigError(
+                f"{loaded.path}: no chat channel is enabled; add a [channels.telegram], "
+                "[channels.discord] or [channels.slack] table (see pinclaw.example.toml)"
+            )
+        async with open_app(loaded, check="quick") as app:
+            inbound, pairing, state = (
+                InboundStore(app.db),
+                PairingStore(app.db),
+                KeyValueStore(app.db),
+            )
+            for store in (inbound, pairing, state):
+                await store.setup()
+            deps = ChannelDeps(state, shared_ssl_context(), loaded.data_dir, CHAT_COMMANDS)
+            channels: dict[str, Channel] = {
+                name: _load_adapter(name, loaded)(channel_settings, deps)
+                for name, channel_settings in settings.items()
+            }
+            approvers = Approvers(settings, pairing)
+            approvals = await approval_service(app, loaded, channels, approvers, inbound)
+            router = Router(
+                agent=app.agent,
+                channels=channels,
+                inbound=inbound,
+                settings=loaded.config.daemon,
+                access=AccessControl(settings, pairing),
+                pairing=pairing,
+                model_label=loaded.config.provider.label,
+                approvals=approvals,
+            )
+            timers = await scheduling(app, loaded, router, channels, approvers)
+            daemon = cls(
+                app=app,
+                router=router,
+                channels=channels,
+                inbound=inbound,
+                pairing=pairing,
+                grace_s=loaded.config.daemon.shutdown_grace_s,
+                approvals=approvals,
+                scheduling=timers,
+            )
+            try:
+                yield daemon
+            finally:
+                await daemon.stop()
+
+    async def start(self) -> None:
+        """Run every channel under supervision and answer what was left pending."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(supervise(channel, self.router), name=f"channel {name}")
+            for name, channel in self.channels.items()
+        ]
+        self._tasks.append(asyncio.create_task(self.router.replay(), name="replay"))
+        if self.scheduling is not None:
+            await self.scheduling.start()
+        log.info("PinClaw %s running with %s", __version__, ", ".join(self.channels))
+
+    async def stop(self) -> None:
+        """Finish or interrupt running turns, then stop the channels; idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._tasks:
+            log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
+        shutdowns = [self.router.shutdown(self._grace_s)]
+        if self.scheduling is not None:
+            shutdowns.append(self.scheduling.stop(self._grace_s))
+        await asyncio.gather(*shutdowns)
+        if self.approvals is not None:
+            # Let decided requests finish turning into records before the channels go.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await self.approvals.drain()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _load_adapter(name: str, loaded: LoadedConfig) -> Any:
+    try:
+        return adapter_class(name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"{loaded.path}: channels.{name}: this installation cannot load the {name} "
+            f"adapter ({exc}); reinstall PinClaw with `pip install .`"
+        ) from None
+
+
+async def run_daemon(loaded: LoadedConfig) -> int:
+    """Run until SIGTERM or SIGINT; return the exit code.
+
+    Under systemd (``Type=notify``) it reports READY=1 once every channel is
+    connected (or after ``systemd.READY_TIMEOUT_S``), pings the watchdog if the
+    unit has one, and reports STOPPING=1 when it begins to stop.
+    """
+    async with Daemon.open(loaded) as daemon:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await daemon.start()
+        statuses = [channel.status for channel in daemon.channels.values()]
+
+        def status() -> str:
+            return systemd.status_text(statuses, _job_count(daemon))
+
+        ready = asyncio.create_task(systemd.ready_when_connected(statuses, status), name="ready")
+        helpers: list[asyncio.Task[Any]] = [ready]
+        if interval := systemd.watchdog_interval():
+            helpers.append(asyncio.create_task(systemd.watchdog(interval, status), name="watchdog"))
+        try:
+            await stop.wait()
+        finally:
+            systemd.notify("STOPPING=1\nSTATUS=stopping")
+            ready.cancel()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            try:
+                await daemon.stop()  # the watchdog keeps pinging while turns finish
+            finally:
+                for task in helpers:
+                    task.cancel()
+                await asyncio.gather(*helpers, return_exceptions=True)
+    log.info("PinClaw stopped")
+    return 0
+
+
+def _job_count(daemon: Daemon) -> int | None:
+    if daemon.scheduling is None or daemon.scheduling.service is None:
+        return None
+    # CronService registers each stored job under its numeric id (retries as "ID:retry").
+    return sum(1 for job in daemon.scheduling.scheduler.get_jobs() if str(job.id).isdigit())

@@ -1,0 +1,375 @@
+"""The router: every inbound message passes here on its way to an answer.
+
+``put`` (the inbox every channel feeds) decides access, stores the message
+durably, recognises duplicate deliveries, runs chat commands at once and
+queues everything else per session. A turn runs the agent, delivers the reply
+and records the outcome in the inbound store; messages still pending at start
+(an interrupted turn, a crash) are answered by ``replay``, unless too old.
+
+This is also where errors meet people: a ``UserError`` becomes its plain
+sentence, anything else is logged as a bug with an id. No traceback ever
+reaches a chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+from bot.agent.loop import Agent, TurnResult
+from bot.approvals.service import ApprovalService
+from bot.approvals.texts import parse_choice
+from bot.config import DaemonConfig
+from bot.core.channel import (
+    ButtonPress,
+    Channel,
+    DeliveryError,
+    PressReply,
+    ShuttingDown,
+    StreamingChannel,
+)
+from bot.core.chat_commands import HELP, parse_command
+from bot.core.errors import UserError, bug_message, log_bug
+from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
+from bot.daemon.access import AccessControl
+from bot.daemon.inbound import InboundStore
+from bot.daemon.pairing import PairingStore
+from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
+from bot.daemon.status import describe_status
+
+log = logging.getLogger(__name__)
+
+
+class Router:
+    """Accepts, stores, queues and answers inbound messages."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        channels: Mapping[str, Channel],
+        inbound: InboundStore,
+        settings: DaemonConfig,
+        access: AccessControl | None = None,
+        pairing: PairingStore | None = None,
+        model_label: str = "",
+        approvals: ApprovalService | None = None,
+    ) -> None:
+        self._approvals = approvals
+        self._agent = agent
+        self._channels = channels
+        self._inbound = inbound
+        self._settings = settings
+        self._access = access
+        self._pairing = pairing
+        self._model_label = model_label
+        self._runner = SessionRunner(
+            self._turn,
+            max_concurrent=settings.max_concurrent_turns,
+            busy_mode=settings.busy_mode,
+            on_dropped=self._mark_stopped,
+        )
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._started = time.time()
+
+    async def put(self, message: InboundMessage) -> bool:
+        """The inbox: store and queue ``message``; False if it was delivered before."""
+        if self._closing:
+            raise ShuttingDown("PinClaw is stopping")
+        message = cleaned(message)
+        channel = self._channels.get(message.channel)
+        if channel is None:
+            log.warning("dropped a message from unknown channel %s", message.channel)
+            return True
+        channel.status.heard()
+        if self._access is not None:
+            decision = await self._access.decide(message)
+            if decision.action == "drop":
+                log.info(
+                    "dropped message %s on %s: %s",
+                    message.message_id,
+                    message.channel,
+                    decision.reason,
+                )
+                return True
+            if decision.action == "pair":
+                self._spawn(self._offer_pairing(message, decision.reason))
+                return True
+        max_age = self._settings.max_message_age_s
+        if max_age and message.age() > max_age:
+            log.warning(
+                "not answering message %s on %s: it was sent %.0f s ago (max_message_age_s)",
+                message.message_id,
+                message.channel,
+                message.age(),
+            )
+            return True
+        if note := too_long(message.text, self._settings.max_message_bytes):
+            log.warning(
+                "not answering message %s on %s: %d bytes, over max_message_bytes",
+                message.message_id,
+                message.channel,
+                len(message.text.encode()),
+            )
+            self._spawn(self._reply(message, note))
+            return True
+        row = await self._inbound.record(message)
+        if row is None:
+            log.info(
+                "ignored a second delivery of message %s on %s", message.message_id, message.channel
+            )
+            return False
+        self._dispatch(Job(row, message))
+        return True
+
+    async def run_scheduled(
+        self, message: InboundMessage, *, history: SessionKey | None, origin: str, context: str
+    ) -> TurnResult:
+        """Run a turn for a job or the heartbeat, in order with the chat's own turns.
+
+        The result comes back to the caller instead of being sent: the scheduler
+        decides what is delivered. Raises ``CancelledError`` if the turn was
+        stopped (``/stop``) or PinClaw is stopping.
+        """
+        if self._closing:
+            raise asyncio.CancelledError("PinClaw is stopping")
+        result: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        self._runner.submit(Job(0, message, scheduled=Scheduled(history, origin, context, result)))
+        return await result
+
+    def busy(self, key: SessionKey) -> bool:
+        """Whether a turn of this chat runs or waits."""
+        return self._runner.is_running(key) or self._runner.waiting(key) > 0
+
+    async def press(self, press: ButtonPress) -> PressReply:
+        """A button tap: an approval decision (checked by the approval service)."""
+        if self._approvals is None:
+            return PressReply("This button is no longer active.")
+        return await self._approvals.press(press)
+
+    async def replay(self, channel_timeout_s: float = 60.0) -> None:
+        """Answer messages left pending by a stop or crash; skip those older than the limit.
+
+        Each channel is waited for once (up to ``channel_timeout_s``) before its
+        messages are queued, so replies do not go out while it is still connecting.
+        """
+        max_age = self._settings.max_message_age_s
+        waited: set[str] = set()
+        for stored in await self._inbound.pending():
+            message = stored.message
+            channel = self._channels.get(message.channel)
+            age = message.age()
+            if channel is None or (max_age and age > max_age):
+                why = "its channel is not enabled" if channel is None else f"it is {age:.0f} s old"
+                log.warning(
+                    "not answering message %s from before the restart: %s", message.message_id, why
+                )
+                await self._inbound.mark(stored.id, "skipped", why)
+                continue
+            if message.channel not in waited:
+                waited.add(message.channel)
+                if not await channel.status.wait_connected(channel_timeout_s):
+                    log.warning(
+                        "%s is not connected yet; replayed replies may wait", message.channel
+                    )
+            log.info("answering message %s left unanswered before the restart", message.message_id)
+            self._dispatch(Job(stored.id, message, replayed=True))
+
+    async def drain(self) -> None:
+        """Wait until every accepted message has been handled."""
+        while self._tasks or self._runner.busy():
+            await self._runner.idle()
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def shutdown(self, grace_s: float) -> None:
+        """Refuse new messages; let running turns finish within ``grace_s``, then interrupt them."""
+        self._closing = True
+        await self._runner.shutdown(grace_s)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=max(grace_s, 1.0))
+
+    def _dispatch(self, job: Job) -> None:
+        command = parse_command(job.message.text)
+        if command is None:
+            self._runner.submit(job)
+        else:
+            self._spawn(self._command(job, *command))
+
+    async def _command(self, job: Job, name: str, args: str) -> None:
+        message = job.message
+        if name == "new":
+            await self._agent.new_session(message)
+            text = "Started a fresh conversation."
+        elif name == "stop":
+            stopped = await self._runner.stop(message.session)
+            text = "Stopped." if stopped else "Nothing to stop."
+        elif name == "approve":
+            text = await self._approve(message, args)
+        elif name == "status":
+            text = describe_status(
+                started=self._started,
+                model=self._model_label,
+                channels=[c.status for c in self._channels.values()],
+                running=self._runner.is_running(message.session),
+                waiting=self._runner.waiting(message.session),
+            )
+        else:
+            text = HELP
+        await self._finish([job], self._channels[message.channel], text)
+
+    async def _approve(self, message: InboundMessage, args: str) -> str:
+        words = args.split()
+        choice = parse_choice(words[1]) if len(words) > 1 else "once"
+        if not words or choice is None or self._approvals is None:
+            return "Usage: /approve ID once|always|deny (the ID is in the request)"
+        reply = await self._approvals.decide(
+            words[0],
+            choice,
+            user_id=message.sender_id,
+            user_name=message.sender_name or message.sender_id,
+            channel=message.channel,
+        )
+        return reply.text
+
+    async def _turn(self, jobs: list[Job]) -> None:
+        if jobs[0].scheduled is not None:
+            await self._scheduled_turn(jobs[0].message, jobs[0].scheduled)
+            return
+        message = jobs[-1].message
+        text = "\n\n".join(with_attachments(job.message) for job in jobs)
+        if text != message.text:
+            message = dataclasses.replace(message, text=text)
+        channel = self._channels[message.channel]
+        try:
+            async with channel.typing(message):
+                text = await self._answer(message, channel, jobs[0])
+                await self._finish(jobs, channel, text)
+        except asyncio.CancelledError as exc:
+            if exc.args and exc.args[0] == STOP:
+                await asyncio.shield(self._mark_stopped(jobs))
+            raise
+
+    async def _scheduled_turn(self, message: InboundMessage, scheduled: Scheduled) -> None:
+        outcome = scheduled.result
+        try:
+            result = await self._agent.run_turn(
+                message,
+                channel_context=scheduled.context,
+                history_key=scheduled.history,
+                origin=scheduled.origin,
+            )
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except Exception as exc:
+            if not outcome.done():
+                outcome.set_exception(exc)
+            return
+        if not outcome.done():
+            outcome.set_result(result)
+
+    async def _answer(self, message: InboundMessage, channel: Channel, job: Job) -> str:
+        sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
+        try:
+            result = await self._agent.run_turn(
+                message,
+                channel_context=describe_chat(message),
+                on_text=sink,
+                inbound_id=job.row_id,
+                replayed=job.replayed,
+            )
+        except UserError as exc:
+            log.warning("turn in %s failed: %s", message.session, exc)
+            return f"Sorry, I could not answer: {exc}"
+        except Exception as exc:
+            return bug_message(log_bug(log, f"turn in {message.session} crashed", exc))
+        return result.text or "(the model sent an empty reply)"
+
+    async def _finish(self, jobs: list[Job], channel: Channel, text: str) -> None:
+        """Deliver the reply to the last job's message and record the outcome of all jobs."""
+        message = jobs[-1].message
+        try:
+            await channel.send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("reply in %s was not delivered: %s", message.session, exc)
+            status, note = "failed", str(exc)
+        else:
+            status, note = "answered", ""
+        for job in jobs:
+            await self._inbound.mark(job.row_id, status, note)  # type: ignore[arg-type]
+
+    async def _reply(self, message: InboundMessage, text: str) -> None:
+        """A short answer that is not a turn (nothing stored, nothing for the model)."""
+        try:
+            await self._channels[message.channel].send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("a note to %s was not delivered: %s", message.session, exc)
+
+    async def _mark_stopped(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            if job.scheduled is not None:
+                job.scheduled.result.cancel()
+            else:
+                await self._inbound.mark(job.row_id, "stopped")
+
+    async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
+        if self._pairing is None:
+            return
+        outcome = await self._pairing.request(
+            message.channel, message.sender_id, message.sender_name, message.chat_id
+        )
+        if outcome.kind != "new" or outcome.request is None:
+            why = "a code was already sent" if outcome.kind == "waiting" else "too many codes wait"
+            log.info("dropped message on %s: %s; %s", message.channel, reason, why)
+            return
+        code = outcome.request.code
+        log.info("%s: %s; sent pairing code %s", message.channel, reason, code)
+        text = (
+            "Hi! I only talk with people my owner knows.\n\n"
+            f"Your pairing code is **{code}**. Send it to the owner; they can let you in with "
+            f"`pinclaw pairing approve {code}`. The code expires in 1 hour."
+        )
+        try:
+            await self._channels[message.channel].send(OutboundMessage.reply(message, text))
+        except DeliveryError as exc:
+            log.error("could not send the pairing code on %s: %s", message.channel, exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log_bug(log, "background reply failed", task.exception())
+
+
+def with_attachments(message: InboundMessage) -> str:
+    """The message text, with a line naming any files that came with it."""
+    if not message.attachments:
+        return message.text
+    files = ", ".join(
+        f"{a.name} ({a.mime_type}, {a.size / 1024:.0f} KB)" for a in message.attachments
+    )
+    return f"{message.text}\n[attached: {files}]".strip()
+
+
+def describe_chat(message: InboundMessage) -> str:
+    """One sentence telling the model where it is talking and with whom."""
+    who = message.sender_name or message.sender_id
+    if message.channel == "terminal":
+        return f"You are talking with {who}, your owner, in a terminal on the machine you run on."
+    if message.is_direct:
+        return f"You are talking with {who} in a direct chat on {message.channel.capitalize()}."
+    title = f" {message.chat_title!r}" if message.chat_title else ""
+    return (
+        f"You are in the group chat{title} on {message.channel.capitalize()}; "
+        f"{who} wrote the latest message."
+    )

@@ -1,0 +1,1 @@
+"""The SQLite file: the connection, small key-value state, backup and recovery."""

@@ -1,0 +1,181 @@
+"""The one SQLite file that holds PinClaw's state, opened through aiosqlite in WAL mode.
+
+Each component (history, and later pairing, cron, memory) owns its tables and
+brings its own ordered list of migrations; ``migrate`` applies the ones a
+database has not seen yet, so components stay independent modules.
+
+A damaged file (a power cut on an SD card is the usual cause) is found on
+opening: always by its header, and by SQLite's ``quick_check`` when the daemon
+starts. It is reported as ``DatabaseDamaged``, one line saying what to do, and
+the connection (whose worker thread would keep the process alive) is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Literal
+
+import aiosqlite
+
+from bot.core.errors import UserError
+
+Check = Literal["header", "quick"]
+HEADER = b"SQLite format 3\x00"
+
+
+class DatabaseDamaged(UserError):
+    """The database file cannot be read as a whole; the message says what to do."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(damaged_message(path, reason))
+        self.path = path
+
+
+def damaged_message(path: Path | None, reason: str) -> str:
+    """One line: which file, what is wrong, and the two ways out."""
+    where = f"the database {path}" if path else "the database"
+    return (
+        f"{where} is damaged ({reason}); run `pinclaw db recover` to save what can be read "
+        "into a new file (the damaged one is kept aside), or restore a backup"
+    )
+
+
+def header_problem(path: Path) -> str:
+    """Why ``path`` is not an SQLite database by its first 100 bytes ("" if it may be one)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(100)
+    except FileNotFoundError:
+        return ""
+    if not head:
+        return ""  # an empty file becomes a new database
+    if len(head) < 100 or not head.startswith(HEADER):
+        return "it is not an SQLite database"
+    size = int.from_bytes(head[16:18], "big")
+    size = 65536 if size == 1 else size
+    if size < 512 or size & (size - 1):
+        return "its header names an impossible page size"
+    return ""
+
+
+class Database:
+    """Owns the connection: ``open`` and ``close`` are idempotent."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """The open connection."""
+        if self._conn is None:
+            raise RuntimeError("the database is not open")
+        return self._conn
+
+    async def open(self, check: Check = "header") -> None:
+        """Open (creating the file and its folder if needed) and set the pragmas.
+
+        ``check="quick"`` also runs SQLite's ``quick_check`` (the daemon at start).
+        Raises ``DatabaseDamaged`` for a damaged file, leaving nothing open.
+        """
+        if self._conn is not None:
+            return
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if problem := await asyncio.to_thread(header_problem, self.path):
+            raise DatabaseDamaged(self.path, problem)
+        # Conversations are private: create the file for its owner only (SQLite
+        # gives its -wal and -shm files the same mode).
+        os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        conn = await aiosqlite.connect(self.path)
+        try:
+            await self._prepare(conn, check)
+        except BaseException as exc:
+            with suppress(Exception):
+                await conn.close()  # its worker thread would keep the process alive
+            if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+                raise DatabaseDamaged(self.path, str(exc)) from None
+            raise
+        self._conn = conn
+
+    async def _prepare(self, conn: aiosqlite.Connection, check: Check) -> None:
+        await conn.execute("PRAGMA busy_timeout=5000")
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        if check == "quick":
+            found = [str(row[0]) for row in await conn.execute_fetchall("PRAGMA quick_check")]
+            if found != ["ok"]:
+                raise DatabaseDamaged(self.path, check_findings(found))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions "
+            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        await conn.commit()
+
+    async def close(self) -> None:
+        """Close the connection if it is open."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction: committed at the end, rolled back on any error.
+
+        Every component shares the one connection, and coroutines interleave at
+        each await; writers therefore take turns here, so one component's
+        failure can never roll back, or hold open, another's half-done write.
+        """
+        async with self._write_lock:
+            conn = self.conn
+            try:
+                yield conn
+            except BaseException:
+                await asyncio.shield(conn.rollback())
+                raise
+            await conn.commit()
+
+    async def migrate(self, component: str, steps: Sequence[str]) -> None:
+        """Apply the migrations of ``component`` that this database has not run yet."""
+        async with self._write_lock:
+            await self._migrate(component, steps)
+
+    async def _migrate(self, component: str, steps: Sequence[str]) -> None:
+        conn = self.conn
+        rows = await conn.execute_fetchall(
+            "SELECT version FROM schema_versions WHERE component = ?", (component,)
+        )
+        current = next((int(row[0]) for row in rows), 0)
+        for version, script in enumerate(steps[current:], start=current + 1):
+            try:
+                await conn.executescript(f"BEGIN;\n{script}")
+                await conn.execute(
+                    "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
+                    "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                    (component, version),
+                )
+                await conn.commit()
+            except BaseException:
+                await conn.rollback()
+                raise
+
+
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether an SQLite error means a damaged file (not a busy or missing one)."""
+    if type(exc) is sqlite3.DatabaseError:
+        return True  # "database disk image is malformed", "file is not a database"
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def check_findings(found: list[str]) -> str:
+    """SQLite's integrity check output as a short phrase: the first problem and a count."""
+    lines = [line for row in found for line in row.splitlines() if not line.startswith("***")]
+    more = f" and {len(lines) - 1} more problems" if len(lines) > 1 else ""
+    return f"SQLite's check found: {lines[0] if lines else 'problems'}{more}"

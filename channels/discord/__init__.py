@@ -1,0 +1,1 @@
+"""Discord: discord.py behind PinClaw's channel port."""

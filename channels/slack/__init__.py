@@ -1,0 +1,1 @@
+"""Slack: slack-bolt behind PinClaw's channel port."""

@@ -1,0 +1,1 @@
+"""Telegram: python-telegram-bot behind PinClaw's channel port."""
