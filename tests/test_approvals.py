@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from bot.approvals.approvers import Approvers
-from bot.approvals.setup import approval_service
 from bot.approvals.store import ApprovalStore
 from bot.approvals.texts import action_id
 from bot.config import LoadedConfig, parse_config
@@ -25,9 +24,10 @@ from bot.core.channel import ButtonPress, ChatTarget
 from bot.core.messages import InboundMessage
 from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
-from bot.daemon.inbound import InboundStore
-from bot.daemon.pairing import PairingStore
+from bot.daemon.approvals import approval_service
 from bot.daemon.router import Router
+from bot.store.inbound import InboundStore
+from bot.store.pairing import PairingStore
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import CallTools, FakeLLM, Say
 

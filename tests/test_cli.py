@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.daemon.pairing import PairingStore
 from bot.store.db import Database
+from bot.store.pairing import PairingStore
 from tests.cli_helpers import local_config, one_line, run, write_config
 from tests.fake_llm import Fail, FakeLLM, Say
 from tests.provider_cases import closed_port

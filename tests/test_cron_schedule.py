@@ -14,8 +14,8 @@ from apscheduler.schedulers.asyncio import (  # type: ignore[import-untyped, unu
     AsyncIOScheduler,
 )
 
+from bot.core.durations import ScheduleError, format_duration, parse_duration
 from bot.core.errors import UserError
-from bot.cron.durations import ScheduleError, format_duration, parse_duration
 from bot.cron.schedule import (
     Misfire,
     Schedule,

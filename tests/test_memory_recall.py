@@ -9,8 +9,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from bot.memory.keywords import fts_query
 from bot.memory.models import SHARED, NewMemory
-from bot.memory.recall import HybridRecall, fts_query, merge
+from bot.memory.recall import HybridRecall, merge
 from bot.memory.store import MemoryStore
 from bot.memory.vectors import VectorCache, from_blob, to_blob
 from bot.store.db import Database

@@ -11,8 +11,8 @@ import pytest
 from bot.config.channel import ChannelSettings
 from bot.core.messages import InboundMessage
 from bot.daemon.access import AccessControl
-from bot.daemon.pairing import ALPHABET, MAX_PENDING_PER_CHANNEL, PairingStore, normalize_code
 from bot.store.db import Database
+from bot.store.pairing import ALPHABET, MAX_PENDING_PER_CHANNEL, PairingStore, normalize_code
 
 
 @pytest.fixture

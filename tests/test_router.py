@@ -21,9 +21,9 @@ from bot.core.channel import ShuttingDown
 from bot.core.messages import Attachment, InboundMessage
 from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
-from bot.daemon.inbound import InboundStore
-from bot.daemon.pairing import PairingStore
 from bot.daemon.router import Router
+from bot.store.inbound import InboundStore
+from bot.store.pairing import PairingStore
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import Fail, FakeLLM, Say, Stall
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from bot.config.channel import ChannelSettings
 from bot.core.channel import ApprovalSurface, ChatTarget
-from bot.daemon.pairing import PairingStore
+from bot.store.pairing import PairingStore
 
 
 class Approvers:

@@ -41,8 +41,8 @@ from bot.core.channel import (
     PressReply,
 )
 from bot.core.messages import OutboundMessage
-from bot.daemon.inbound import InboundStore
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
+from bot.store.inbound import InboundStore
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
+from bot.cli.cron import add_cron_commands
 from bot.cli.db import add_db_commands
+from bot.cli.hardware import add_hardware_commands
+from bot.cli.memory import add_memory_commands
 from bot.cli.service import add_service_commands
 from bot.core.errors import ConfigError, UsageError, UserError
-from bot.cron.cli import add_cron_commands
-from bot.hardware.cli import add_hardware_commands
-from bot.memory.cli import add_memory_commands
 
 if TYPE_CHECKING:
     from bot.config import LoadedConfig
@@ -292,7 +292,7 @@ def _onboard(args: argparse.Namespace) -> int:
 
 
 def _approvals(args: argparse.Namespace) -> int:
-    from bot.approvals.cli import run_approvals
+    from bot.cli.approvals import run_approvals
     from bot.config import load_config
 
     loaded = load_config(_config_arg(args))

@@ -10,8 +10,8 @@ import time
 
 from bot.config import LoadedConfig
 from bot.core.errors import UserError
-from bot.daemon.pairing import PairedUser, PairingRequest, PairingStore
 from bot.store.db import Database
+from bot.store.pairing import PairedUser, PairingRequest, PairingStore
 
 
 async def run_pairing(

@@ -12,13 +12,13 @@ import secrets
 import sys
 
 from bot.approvals.approvers import Approvers
-from bot.approvals.setup import approval_service
 from bot.config import LoadedConfig
 from bot.core.errors import UsageError
 from bot.core.messages import InboundMessage, clean_text, too_long
 from bot.daemon.app import open_app
-from bot.daemon.inbound import InboundStore
+from bot.daemon.approvals import approval_service
 from bot.daemon.router import Router, describe_chat
+from bot.store.inbound import InboundStore
 
 
 async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from bot.config.base import Section, check_zone
-from bot.cron.durations import ScheduleError, parse_duration
+from bot.core.durations import ScheduleError, parse_duration
 
 _HOURS = re.compile(r"^([01]?\d|2[0-4]):([0-5]\d)-([01]?\d|2[0-4]):([0-5]\d)$")
 

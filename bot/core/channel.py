@@ -22,7 +22,6 @@ from bot.core.chat_commands import CommandInfo
 from bot.core.conversation import TextSink
 from bot.core.errors import PinclawError
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
-from bot.store.kv import KeyValueStore
 
 log = logging.getLogger(__name__)
 
@@ -110,11 +109,23 @@ class DeliveryError(PinclawError):
     """A message could not be delivered, even after retries; the text says why."""
 
 
+class StateStore(Protocol):
+    """Small durable state an adapter keeps between runs (``bot.store.kv`` is one)."""
+
+    async def get(self, namespace: str, key: str) -> str | None:
+        """The value, or None."""
+        ...
+
+    async def set(self, namespace: str, key: str, value: str) -> None:
+        """Store the value."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelDeps:
     """What the core gives every adapter: state, the shared TLS context, the commands."""
 
-    state: KeyValueStore
+    state: StateStore
     ssl: ssl.SSLContext
     data_dir: Path
     commands: tuple[CommandInfo, ...]

@@ -26,9 +26,6 @@ DST, judged by the wall clock in the job's zone (details in ``bot.cron.wall_cloc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import tzinfo
-
-from bot.cron.wall_clock import WallClockTrigger
 
 MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -184,8 +181,3 @@ def _value(token: str, field: _Field, expr: str, whole: str, *, range_end: bool)
 
 def _days_fit(spec: CronSpec) -> bool:
     return min(spec.days) <= max(_LONGEST_MONTH[month] for month in spec.months)
-
-
-def cron_trigger(spec: CronSpec, zone: tzinfo) -> WallClockTrigger:
-    """The APScheduler trigger that fires on ``spec`` in ``zone``, with the DST rules above."""
-    return WallClockTrigger(spec, zone)

@@ -24,7 +24,7 @@ from bot.cron.outbox import Outbox
 from bot.cron.store import Target
 
 if TYPE_CHECKING:
-    from bot.daemon.router import Router
+    from bot.cron.runs import TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Heartbeat:
         self,
         *,
         settings: HeartbeatConfig,
-        router: Router,
+        router: TurnRunner,
         outbox: Outbox,
         workspace: Path,
         zone: ZoneInfo,

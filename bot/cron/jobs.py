@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from bot.config.schedule import CronConfig
+from bot.core.durations import format_duration
 from bot.core.errors import UserError
-from bot.cron.durations import format_duration
 from bot.cron.schedule import Schedule, describe, next_run, parse_schedule
 from bot.cron.store import Action, CronJob, JobRun, Misfire, SessionMode, Target
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.tool_registry import ToolExecutor
@@ -26,12 +26,26 @@ from bot.cron.schedule import describe
 from bot.cron.store import CronJob, RunStatus
 
 if TYPE_CHECKING:
+    from bot.agent.loop import TurnResult
     from bot.core.channel import ChatTarget
-    from bot.daemon.router import Router
 
 NO_REPLY = "NO_REPLY"
 _SHOWN_CHARS = 3500
 _WRAPPER = re.compile(r'^<untrusted source="[^"]*">\n|\n</untrusted>$')
+
+
+class TurnRunner(Protocol):
+    """Where scheduled turns run: in order with the chat's own (the daemon's router)."""
+
+    def busy(self, key: SessionKey) -> bool:
+        """Whether a turn of this chat runs or waits."""
+        ...
+
+    async def run_scheduled(
+        self, message: InboundMessage, *, history: SessionKey | None, origin: str, context: str
+    ) -> TurnResult:
+        """Run one turn for a job or the heartbeat and return its result."""
+        ...
 
 
 class JobRunner:
@@ -40,7 +54,7 @@ class JobRunner:
     def __init__(
         self,
         *,
-        router: Router,
+        router: TurnRunner,
         tools: ToolExecutor,
         outbox: Outbox,
         workspace: Path,

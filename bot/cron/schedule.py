@@ -29,9 +29,9 @@ from apscheduler.triggers.interval import (  # type: ignore[import-untyped, unus
     IntervalTrigger,
 )
 
-from bot.cron.cron_expr import CronSpec, CronSyntaxError, cron_trigger, parse_cron
-from bot.cron.durations import ScheduleError, format_duration, parse_duration
-from bot.cron.wall_clock import real_instant
+from bot.core.durations import ScheduleError, format_duration, parse_duration
+from bot.cron.cron_expr import CronSpec, CronSyntaxError, parse_cron
+from bot.cron.wall_clock import cron_trigger, real_instant
 
 Kind = Literal["cron", "every", "at"]
 Misfire = Literal["skip", "run_once"]

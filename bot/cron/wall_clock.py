@@ -29,12 +29,10 @@ from bisect import bisect_left
 from calendar import monthrange
 from collections.abc import Iterator, Sequence
 from datetime import MAXYEAR, UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING
 
 from apscheduler.triggers.base import BaseTrigger  # type: ignore[import-untyped, unused-ignore]
 
-if TYPE_CHECKING:
-    from bot.cron.cron_expr import CronSpec
+from bot.cron.cron_expr import CronSpec
 
 _TICK = timedelta(microseconds=1)
 # The Gregorian calendar repeats its dates and weekdays every 400 years, so an
@@ -202,3 +200,8 @@ def _gap_end(local: datetime) -> datetime:
         else:
             early = middle
     return datetime.fromtimestamp(late, UTC)
+
+
+def cron_trigger(spec: CronSpec, zone: tzinfo) -> WallClockTrigger:
+    """The APScheduler trigger that fires on ``spec`` in ``zone``, with the DST rules above."""
+    return WallClockTrigger(spec, zone)

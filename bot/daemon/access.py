@@ -16,7 +16,7 @@ from typing import Literal
 
 from bot.config.channel import ChannelSettings
 from bot.core.messages import InboundMessage
-from bot.daemon.pairing import PairingStore
+from bot.store.pairing import PairingStore
 
 
 @dataclass(frozen=True, slots=True)

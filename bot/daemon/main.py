@@ -23,7 +23,6 @@ from typing import Any
 from bot import __version__
 from bot.approvals.approvers import Approvers
 from bot.approvals.service import ApprovalService
-from bot.approvals.setup import approval_service
 from bot.config import LoadedConfig
 from bot.config.channel import ChannelSettings
 from bot.core.channel import Channel, ChannelDeps
@@ -31,15 +30,16 @@ from bot.core.channel_registry import adapter_class
 from bot.core.chat_commands import CHAT_COMMANDS
 from bot.core.errors import ConfigError
 from bot.core.tls import shared_ssl_context
-from bot.cron.setup import Scheduling, scheduling
 from bot.daemon import systemd
 from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
-from bot.daemon.inbound import InboundStore
-from bot.daemon.pairing import PairingStore
+from bot.daemon.approvals import approval_service
+from bot.daemon.cron import Scheduling, scheduling
 from bot.daemon.router import Router
 from bot.daemon.supervisor import supervise
+from bot.store.inbound import InboundStore
 from bot.store.kv import KeyValueStore
+from bot.store.pairing import PairingStore
 
 log = logging.getLogger(__name__)
 

@@ -36,10 +36,10 @@ from bot.core.chat_commands import HELP, parse_command
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
 from bot.daemon.access import AccessControl
-from bot.daemon.inbound import InboundStore
-from bot.daemon.pairing import PairingStore
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.daemon.status import describe_status
+from bot.store.inbound import InboundStore
+from bot.store.pairing import PairingStore
 
 log = logging.getLogger(__name__)
 

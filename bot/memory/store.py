@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bot.memory.keywords import fts_query, like_terms
 from bot.memory.models import Memory, NewMemory
-from bot.memory.recall import fts_query, like_terms
 from bot.store.db import Database
 
 MIGRATIONS = [

@@ -19,7 +19,7 @@ from bot.security.shell_tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bot.security.shell_risk import Call, Walker
+    from bot.security.shell_call import Call, Walker
 
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "nc", "ncat", "netcat", "socat", "ssh"})
 _SED_COMMAND = re.compile(

@@ -26,7 +26,7 @@ from bot.security.shell_tables import (
 )
 
 if TYPE_CHECKING:
-    from bot.security.shell_risk import Call, Walker
+    from bot.security.shell_call import Call, Walker
 
 GIT_NETWORK = words(
     """

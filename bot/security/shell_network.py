@@ -23,7 +23,7 @@ from bot.security.shell_lexer import Word
 from bot.security.shell_tables import words
 
 if TYPE_CHECKING:
-    from bot.security.shell_risk import Call, Walker
+    from bot.security.shell_call import Call, Walker
 
 NETWORK: dict[str, str] = {
     **dict.fromkeys(

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 from bot.core.tool_api import Assessment, Risk
 from bot.security.net_addresses import Allowlist
 from bot.security.paths import PathGuard
+from bot.security.shell_call import Call, Stdin
 from bot.security.shell_code_rules import ALL_RULES
 from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
 from bot.security.shell_network import (
@@ -50,8 +50,6 @@ __all__ = ["Call", "LineVerdict", "Use", "Walker", "classify", "examine"]
 
 MAX_DEPTH = 8
 _SYSTEM_BIN = re.compile(r"^/(usr/(local/)?)?s?bin/")
-
-Stdin = Literal["none", "pipe", "file", "text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,22 +91,6 @@ def classify(
     """Only the assessment of ``examine``."""
     found = examine(command, guard=guard, allowlist=allowlist, cwd=cwd, sandboxed=sandboxed)
     return found.assessment
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One command ready to be rated: name, arguments, and what feeds its stdin."""
-
-    name: str
-    args: list[Word]
-    stdin: Stdin = "none"
-    stdin_text: str = ""  # a here-document or here-string
-    stdin_file: Word | None = None  # the target of `< file`
-    upstream: tuple[str, ...] = ()
-
-    def but(self, **changes: Any) -> Call:
-        """This call with some fields changed."""
-        return replace(self, **changes)
 
 
 class Walker:

@@ -16,7 +16,8 @@ from bot.security.shell_lexer import Word
 from bot.security.shell_tables import ASSIGNMENT, INTERPRETERS, SHELLS
 
 if TYPE_CHECKING:
-    from bot.security.shell_risk import Call, Use, Walker
+    from bot.security.shell_call import Call, Walker
+    from bot.security.shell_paths import Use
 
 Rule = Callable[["Walker", "Call"], None]
 RULES: dict[str, Rule] = {}

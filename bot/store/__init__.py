@@ -1,1 +1,2 @@
-"""The SQLite file: the connection, small key-value state, backup and recovery."""
+"""The SQLite file and the stores more than one feature uses: the connection, key-value
+state, the durable inbox, pairing, backup and recovery."""

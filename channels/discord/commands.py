@@ -28,11 +28,10 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot.core.channel import DeliveryError, ShuttingDown
+from bot.core.channel import DeliveryError, ShuttingDown, StateStore
 from bot.core.chat_commands import CommandInfo
 from bot.core.delivery import Classifier, send_with_retries
 from bot.core.messages import InboundMessage
-from bot.store.kv import KeyValueStore
 from channels.discord.events import from_command, interaction_message_id
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,7 @@ class SlashCommands:
         self,
         client: discord.Client,
         commands: Sequence[CommandInfo],
-        state: KeyValueStore,
+        state: StateStore,
         put: Put,
     ) -> None:
         self._client = client

@@ -28,11 +28,10 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core.channel import ChatTarget, DeliveryError
+from bot.core.channel import ChatTarget, DeliveryError, StateStore
 from bot.core.delivery import send_with_retries
 from bot.core.messages import Button
 from bot.core.pacing import Pacer
-from bot.store.kv import KeyValueStore
 from channels.slack.delivery import SlackRefused, call, classify
 from channels.slack.format import button_blocks, split_for_slack
 from channels.slack.web import SlackWeb
@@ -54,7 +53,7 @@ class DirectChats:
     NAMESPACE = "slack.dms"
 
     def __init__(
-        self, state: KeyValueStore, client: Callable[[], AsyncWebClient], size: int = 5000
+        self, state: StateStore, client: Callable[[], AsyncWebClient], size: int = 5000
     ) -> None:
         self._state = state
         self._client = client

@@ -28,9 +28,9 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.core.channel import StateStore
 from bot.core.chat_commands import parse_command
 from bot.core.messages import Attachment, InboundMessage
-from bot.store.kv import KeyValueStore
 from channels.slack.format import plain_text
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class ThreadMemory:
 
     NAMESPACE = "slack.threads"
 
-    def __init__(self, state: KeyValueStore, size: int = 5000) -> None:
+    def __init__(self, state: StateStore, size: int = 5000) -> None:
         self._state = state
         self._size = size
         self._known: collections.OrderedDict[str, None] = collections.OrderedDict()

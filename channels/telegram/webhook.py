@@ -23,8 +23,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Bot
 
-from bot.core.channel import ShuttingDown
-from bot.store.kv import KeyValueStore
+from bot.core.channel import ShuttingDown, StateStore
 from channels.telegram.settings import TelegramSettings
 from channels.telegram.updates import ALLOWED_UPDATES
 
@@ -35,7 +34,7 @@ STATE_NAMESPACE = "telegram"
 STATE_SECRET_KEY = "webhook_secret"
 
 
-async def webhook_secret(settings: TelegramSettings, state: KeyValueStore) -> str:
+async def webhook_secret(settings: TelegramSettings, state: StateStore) -> str:
     """The configured secret, else the one generated for this installation (kept in state)."""
     if settings.webhook_secret is not None:
         return settings.webhook_secret.get_secret_value()

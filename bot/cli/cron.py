@@ -64,7 +64,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 async def run_cron(loaded: Any, args: argparse.Namespace) -> int:
     """Carry out one ``pinclaw cron`` action; print the result; return the exit code."""
-    from bot.cron.cli_actions import CronActions
+    from bot.cli.cron_actions import CronActions
 
     async with CronActions.open(loaded) as actions:
         return await actions.do(args)

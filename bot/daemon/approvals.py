@@ -10,7 +10,7 @@ from bot.approvals.store import ApprovalStore
 from bot.config import LoadedConfig
 from bot.core.channel import Channel
 from bot.daemon.app import App
-from bot.daemon.inbound import InboundStore
+from bot.store.inbound import InboundStore
 
 
 async def approval_service(

@@ -15,8 +15,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.approvals.approvers import Approvers
 from bot.config import LoadedConfig, resolve_timezone
 from bot.core.channel import Channel
+from bot.core.durations import parse_duration
 from bot.core.errors import log_bug
-from bot.cron.durations import parse_duration
 from bot.cron.heartbeat import Heartbeat
 from bot.cron.outbox import Outbox
 from bot.cron.runs import JobRunner

@@ -47,6 +47,6 @@ def _handle(args: argparse.Namespace) -> int:
 
 async def run_memory(loaded: Any, args: argparse.Namespace) -> int:
     """Carry out one ``pinclaw memory`` action; print the result; return the exit code."""
-    from bot.memory.cli_actions import memory_action
+    from bot.cli.memory_actions import memory_action
 
     return await memory_action(loaded, args)
