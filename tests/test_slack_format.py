@@ -13,7 +13,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.delivery import Retry
 from bot.core.messages import Button
-from channels.slack.delivery import SlackRefused, call, classify
 from channels.slack.format import (
     MESSAGE_LIMIT,
     button_blocks,
@@ -21,6 +20,7 @@ from channels.slack.format import (
     split_for_slack,
     to_mrkdwn,
 )
+from channels.slack.send import SlackRefused, call, classify
 from tests.fake_slack import ALICE_DM, FakeSlack
 from tests.fake_slack.message_rules import blocks_problems
 

@@ -32,9 +32,9 @@ from bot.core.channel import ChatTarget, DeliveryError, StateStore
 from bot.core.delivery import send_with_retries
 from bot.core.messages import Button
 from bot.core.pacing import Pacer
-from channels.slack.delivery import SlackRefused, call, classify
+from channels.slack.client import SlackWeb
 from channels.slack.format import button_blocks, split_for_slack
-from channels.slack.web import SlackWeb
+from channels.slack.send import SlackRefused, call, classify
 
 log = logging.getLogger(__name__)
 

@@ -41,14 +41,8 @@ from bot.core.errors import PinclawError, log_bug
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.core.pacing import Pacer
 from channels.slack.approvals import DirectChats, SlackApprovals
+from channels.slack.client import ProgressReaction, SlackWeb
 from channels.slack.connection import serve_http, serve_socket
-from channels.slack.delivery import (
-    ResponseHooks,
-    SlackRefused,
-    call,
-    classify,
-    post_ephemeral_response,
-)
 from channels.slack.events import (
     BotIdentity,
     Directory,
@@ -59,8 +53,14 @@ from channels.slack.events import (
 )
 from channels.slack.format import button_blocks, split_for_slack
 from channels.slack.presses import Presses
+from channels.slack.send import (
+    ResponseHooks,
+    SlackRefused,
+    call,
+    classify,
+    post_ephemeral_response,
+)
 from channels.slack.settings import SlackSettings
-from channels.slack.web import ProgressReaction, SlackWeb
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.channel import ChannelStatus
-from channels.slack.delivery import call
+from channels.slack.send import call
 from channels.slack.settings import SlackSettings
 
 log = logging.getLogger(__name__)

@@ -33,16 +33,16 @@ from bot.core.channel import ButtonPress, DeliveryError, Inbox, PressReply, Shut
 from bot.core.delivery import send_with_retries
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.pacing import Pacer
-from channels.slack.delivery import (
+from channels.slack.client import SlackWeb
+from channels.slack.events import CHANNEL, Directory
+from channels.slack.format import to_mrkdwn
+from channels.slack.send import (
     RESPONSE_URL_TTL_S,
     Hook,
     call,
     classify,
     post_ephemeral_response,
 )
-from channels.slack.events import CHANNEL, Directory
-from channels.slack.format import to_mrkdwn
-from channels.slack.web import SlackWeb
 
 log = logging.getLogger(__name__)
 

@@ -37,11 +37,11 @@ from bot.core.errors import log_bug
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.core.typing_indicator import keep_typing
 from channels.telegram.client import TelegramClient, classify
+from channels.telegram.events import BotIdentity, normalise
 from channels.telegram.polling import Poller
 from channels.telegram.presses import PressHandler
 from channels.telegram.send import Sender, chat_ref
 from channels.telegram.settings import TelegramSettings
-from channels.telegram.updates import BotIdentity, normalise
 
 log = logging.getLogger(__name__)
 

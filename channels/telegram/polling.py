@@ -26,7 +26,7 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, 
 from bot.core.channel import ChannelStatus
 from bot.core.errors import PinclawError
 from channels.telegram.client import retry_after_s
-from channels.telegram.updates import ALLOWED_UPDATES
+from channels.telegram.events import ALLOWED_UPDATES
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from bot.core.channel import ChannelStatus, DeliveryError, Inbox, PressReply, Sh
 from bot.core.delivery import send_with_retries
 from bot.core.errors import bug_message, log_bug
 from channels.telegram.client import TelegramClient, classify
+from channels.telegram.events import press_of
 from channels.telegram.format import utf16_len
-from channels.telegram.updates import press_of
 
 log = logging.getLogger(__name__)
 

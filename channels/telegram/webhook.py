@@ -24,8 +24,8 @@ from aiohttp import web
 from telegram import Bot
 
 from bot.core.channel import ShuttingDown, StateStore
+from channels.telegram.events import ALLOWED_UPDATES
 from channels.telegram.settings import TelegramSettings
-from channels.telegram.updates import ALLOWED_UPDATES
 
 log = logging.getLogger(__name__)
 

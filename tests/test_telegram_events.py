@@ -18,7 +18,7 @@ from telegram.warnings import PTBDeprecationWarning
 from bot.core.delivery import Retry
 from bot.core.messages import Attachment, InboundMessage
 from channels.telegram.client import classify, is_markup_error, retry_after_s
-from channels.telegram.updates import BotIdentity, normalise
+from channels.telegram.events import BotIdentity, normalise
 from tests.fake_telegram import FakeTelegram, make_chat, text_entities
 
 GROUP = -1001234567

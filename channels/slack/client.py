@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.channel import DeliveryError
 from bot.core.messages import Attachment
-from channels.slack.delivery import SlackRefused, call
+from channels.slack.send import SlackRefused, call
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class SlackWeb:
             ssl=self._tls,  # the Socket Mode client uses it for the websocket too
             session=session,
             retry_handlers=[],  # send_with_retries decides; never retry twice
-            logger=logging.getLogger("channels.slack.web"),
+            logger=logging.getLogger("channels.slack.client"),
         )
 
     def hosts_file(self, url: str) -> bool:
