@@ -5,7 +5,7 @@ Run from the repository root, with PinClaw installed:
     python bench/memory_recall.py [--memories 100000] [--queries 200]
 
 It fills a throw-away database with synthetic memories (short sentences from a
-small vocabulary, spread over 50 chat scopes and the shared scope), gives each a
+small vocabulary, spread over 50 people's scopes and the shared scope), gives each a
 random 384-dimension unit vector (seeded), loads the vector cache, then times
 ``HybridRecall.recall`` end to end (FTS5 search, vector search, merge, rows
 fetched) for varied questions with query vectors. Separately it times
@@ -86,10 +86,10 @@ def question(rng: random.Random) -> str:
 
 
 def memories(count: int, rng: random.Random, prefix: str) -> list[NewMemory]:
-    """``count`` entries: a third shared, the rest in chat scopes."""
+    """``count`` entries: a third shared, the rest in people's scopes."""
     items = []
     for i in range(count):
-        scope = SHARED if rng.random() < 0.3 else f"telegram:{rng.randrange(CHATS)}"
+        scope = SHARED if rng.random() < 0.3 else f"person:{rng.randrange(CHATS)}"
         category = DAILY if i % 5 == 0 else CORE
         items.append(NewMemory(f"{prefix}{i}", sentence(rng), category, scope))
     return items
@@ -150,14 +150,14 @@ async def time_recalls(
     with_vectors: bool = False,
     cut: bool = False,
 ) -> list[float]:
-    """Milliseconds of ``count`` recalls of 10 entries, for a random chat and the shared scope."""
+    """Milliseconds of ``count`` recalls of 10 entries, for a random person and the shared scope."""
     vectors = np.random.default_rng(rng.randrange(2**32))
     walls = []
     for _ in range(count):
         text = question(rng)
         if cut:
             text = " ".join(word.rstrip("?")[1:-1] for word in text.split())
-        scopes = [f"telegram:{rng.randrange(CHATS)}", SHARED]
+        scopes = [f"person:{rng.randrange(CHATS)}", SHARED]
         vector = unit_vectors(vectors, 1)[0] if with_vectors else None
         began = time.perf_counter()
         hits = await recall.recall(text, scopes, 10, query_vector=vector)

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.config import LoadedConfig, parse_config
+from bot.config import LoadedConfig, load_config, parse_config
 from bot.daemon.main import Daemon
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
@@ -72,6 +72,15 @@ async def running_daemon(
     loaded = LoadedConfig(parse_config(raw, {}), tmp_path / "config.toml", tmp_path / "state")
     async with Daemon.open(loaded) as daemon:
         await daemon.start()
+        yield daemon
+
+
+@asynccontextmanager
+async def daemon_from(config: Path) -> AsyncIterator[Daemon]:
+    """``pinclaw run`` in-process from a config file, once Telegram is connected."""
+    async with Daemon.open(load_config(config)) as daemon:
+        await daemon.start()
+        assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
 
 

@@ -115,7 +115,8 @@ async def test_allow_once_runs_the_call_and_turns_the_request_into_a_record(
     assert target == ChatTarget("test", "dm-ana")
     assert "**Approval needed** for **shell**" in text and "`command=mkdir build`" in text
     assert "Asked by Ana" in text and "Expires at " in text
-    assert [b.label for b in buttons] == ["✅ Allow once", "♾️ Always allow", "❌ Deny"]
+    labels = ["✅ Allow once", "👤 Always for Ana", "♾️ Always for everyone", "❌ Deny"]
+    assert [b.label for b in buttons] == labels
     assert all(len(b.action_id.encode()) <= 64 for b in buttons)
     assert await d.press("1", "once") == "Allowed once."
     await d.router.drain()
@@ -195,6 +196,30 @@ async def test_always_creates_a_narrow_durable_rule(
     assert [(r.tool, json.loads(r.rule_key), r.created_by) for r in rules] == [
         ("shell", {"command": words}, "Ana")
     ]
+
+
+async def test_always_for_a_person_covers_that_person_only(
+    wired: Any, llm: FakeLLM, tmp_path: Path
+) -> None:
+    d = await wired(config(llm, tmp_path))
+    llm.queue(MKDIR, Say("One."), MKDIR, Say("Two."), MKDIR, Say("Not for Bob."))
+    await d.router.put(msg("make it"))
+    await d.channel.wait_posted(1)
+    assert await d.press("1", "person") == "Always allowed for Ana (rule #1)."
+    await d.router.drain()
+    assert "✅ Always allowed for Ana by Ana at " in await d.channel.wait_closed("1")
+    await d.router.put(msg("again"))
+    await d.router.drain()
+    assert len(d.channel.posted) == 1  # Ana's same call ran without asking
+    await d.router.put(msg("me too", sender="bob", chat="dm-bob"))
+    ((_, text, buttons),) = (await d.channel.wait_posted(2))[1:]
+    assert "Asked by Bob" in text and "👤 Always for Bob" in [b.label for b in buttons]
+    assert await d.press("2", "deny") == "Denied."
+    await d.router.drain()
+    ana = await d.app.people.person_for("test", "ana")
+    rules = await ApprovalStore(d.app.db).rules()
+    assert [(r.tool, r.person_id, r.created_by) for r in rules] == [("shell", ana.id, "Ana")]
+    assert d.channel.texts() == ["One.", "Two.", "Not for Bob."]
 
 
 async def test_high_risk_calls_can_never_be_always_allowed(
@@ -346,6 +371,16 @@ async def test_approver_resolution_order(tmp_path: Path, llm: FakeLLM) -> None:
             "first paired": ["zoe"],
         }
         assert await Approvers({}, local={"terminal": ["me"]}).may_decide("terminal", "me")
+        # The owner's own accounts (linked by code) decide too, and come before any fallback.
+        code, _ = await app.people.new_link((await app.people.owner()).id)
+        linked = await app.people.redeem(code, "tg", "me-on-tg", "Me")
+        assert linked.kind == "linked"
+        nobody = base.model_copy(update={"owner": None})
+        with_people = {
+            name: await Approvers({"tg": settings}, pairing, people=app.people).of("tg")
+            for name, settings in {"explicit": cases["explicit"], "no owner": nobody}.items()
+        }
+        assert with_people == {"explicit": ["x", "y", "me-on-tg"], "no owner": ["me-on-tg"]}
 
 
 async def test_a_job_without_a_chat_asks_the_owner_privately(

@@ -282,7 +282,10 @@ async def test_pairing_list_approve_and_revoke(home: Path) -> None:
     assert f"{code}  telegram  Eve (id 4242)  expires in 59 min" in listing.stdout
 
     approved = await asyncio.to_thread(run, home, "pairing", "approve", code.lower())
-    assert (approved.returncode, approved.stdout) == (0, "Admitted Eve (id 4242) on telegram.\n")
+    admitted = "Admitted Eve (id 4242) on telegram as person #2 Eve.\n"
+    assert (approved.returncode, approved.stdout) == (0, admitted)
+    people = await asyncio.to_thread(run, home, "people", "list")
+    assert "#2  Eve" in people.stdout and "telegram:4242  (paired " in people.stdout
     again = await asyncio.to_thread(run, home, "pairing", "approve", code)
     assert again.returncode == 1
     assert "no pairing code" in one_line(again.stderr)

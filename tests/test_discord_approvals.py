@@ -316,7 +316,7 @@ async def test_other_buttons_are_acknowledged_but_not_sent_to_the_core(
 
 # -- end to end: the real daemon and its approval service ---------------------
 
-ACTION_ID = re.compile(r"^ap:[A-Za-z0-9_-]{16}:(once|always|deny)$")
+ACTION_ID = re.compile(r"^ap:[A-Za-z0-9_-]{16}:(once|person|always|deny)$")
 
 
 @asynccontextmanager
@@ -380,8 +380,8 @@ async def test_only_the_approver_allows_and_the_request_becomes_a_record(
         assert "Approval needed" in request["content"] and "mkdir build" in request["content"]
         [row] = request["components"]
         ids = [b["custom_id"] for b in row["components"]]
-        assert len(ids) == 3 and all(ACTION_ID.match(i) for i in ids)
-        assert [i.rpartition(":")[2] for i in ids] == ["once", "always", "deny"]
+        assert len(ids) == 4 and all(ACTION_ID.match(i) for i in ids)
+        assert [i.rpartition(":")[2] for i in ids] == ["once", "person", "always", "deny"]
 
         refused = fake.user_presses(button(request, "once"), request, bob)
         answer = await answer_to(fake, refused)

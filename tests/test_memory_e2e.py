@@ -2,7 +2,7 @@
 endpoint, and ``pinclaw memory`` as a new user runs it.
 
 Ana (7001) and Ben (7002) each talk to the bot in private. What Ana says is
-remembered for Ana's chat: recalled after ``/new`` and after a restart, found by
+remembered for Ana: recalled after ``/new`` and after a restart, found by
 ``pinclaw memory search``, never shown to Ben.
 """
 
@@ -14,14 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bot.config import load_config
 from bot.config.memory import MemoryConfig
-from bot.daemon.main import Daemon
 from bot.memory.models import CONVERSATION, CORE, NewMemory
 from bot.memory.service import MemoryService
 from bot.memory.store import MemoryStore
 from bot.store.db import Database
 from tests.cli_helpers import run, write_config
+from tests.daemon_harness import daemon_from
 from tests.fake_embeddings import FakeEmbeddings
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
@@ -42,15 +41,6 @@ def home_config(home: Path, llm: FakeLLM, telegram: FakeTelegram, memory: str = 
         f'[channels.telegram]\ntoken = "{telegram.token}"\napi_base_url = "{telegram.url}"\n'
         f"allowed_users = [{ANA}, {BEN}]\npoll_timeout_s = 1\n",
     )
-
-
-@asynccontextmanager
-async def daemon_from(config: Path) -> AsyncIterator[Daemon]:
-    """``pinclaw run`` in-process from the config file, once Telegram is connected."""
-    async with Daemon.open(load_config(config)) as daemon:
-        await daemon.start()
-        assert await daemon.channels["telegram"].status.wait_connected(30)
-        yield daemon
 
 
 async def ask(telegram: FakeTelegram, user: int, text: str) -> str:
@@ -81,7 +71,7 @@ async def test_a_preference_is_recalled_after_new_and_a_restart_but_not_for_othe
     assert COFFEE not in bens.system and "What you remember" not in bens.system
     found = await asyncio.to_thread(run, home, "memory", "search", "coffee")
     assert found.returncode == 0, found.stderr
-    assert COFFEE in found.stdout and f"telegram:{ANA}" in found.stdout
+    assert COFFEE in found.stdout and "(Ana #" in found.stdout
 
 
 async def test_with_embeddings_a_paraphrase_finds_what_the_model_stored(
@@ -100,7 +90,7 @@ async def test_with_embeddings_a_paraphrase_finds_what_the_model_stored(
         assert await ask(telegram, ANA, "remember: black coffee for me") == "I'll remember that."
         await ask(telegram, ANA, "/new")
         assert await ask(telegram, ANA, "do I like sweet espresso?") == "Black, no sugar."
-    assert llm.tool_results()[0] == "Remembered for this chat under 'coffee' (core)."
+    assert llm.tool_results()[0] == "Remembered for Ana under 'coffee' (core)."
     assert "[core] coffee: Ana drinks her coffee black, no sugar" in llm.requests[2].view.system
     listed = await asyncio.to_thread(run, home, "memory", "list")
     assert "[core] coffee: Ana drinks her coffee black, no sugar" in listed.stdout
@@ -118,18 +108,28 @@ async def test_the_snapshot_restores_core_memories_when_the_database_is_lost(
     settings = MemoryConfig()
     snapshot = tmp_path / "MEMORY_SNAPSHOT.md"
     async with opened(tmp_path / "a.db", settings) as memory:
-        await memory.remember(NewMemory("coffee", COFFEE, CORE, "telegram:7001"))
+        await memory.people.person_for("telegram", "7002", "Ben")  # person ids differ later
+        ana = await memory.people.person_for("telegram", "7001", "Ana")
+        owner = await memory.people.owner()
+        await memory.remember(NewMemory("coffee", COFFEE, CORE, ana.scope))
+        await memory.remember(NewMemory("car", "The car is a blue Golf", CORE, owner.scope))
         await memory.remember(NewMemory("wifi", "The guest wifi is 'garden'", CORE, "shared"))
-        await memory.remember(NewMemory("msg:1", "hello there", CONVERSATION, "telegram:7001"))
-        assert await memory.export_snapshot(snapshot) == 2
+        await memory.remember(NewMemory("msg:1", "hello there", CONVERSATION, ana.scope))
+        assert await memory.export_snapshot(snapshot) == 3
     text = snapshot.read_text()
     assert "### coffee" in text and COFFEE in text and "hello there" not in text
+    assert "scope=account:telegram:7001 " in text and "scope=owner " in text
     async with opened(tmp_path / "b.db", settings) as memory:
-        assert await memory.restore_snapshot(snapshot) == 2
-        back = await memory.store.get("coffee", ["telegram:7001"])
-        found = await memory.recall("coffee", ["telegram:7001", "shared"], 5)
+        assert await memory.restore_snapshot(snapshot) == 3
+        ana = await memory.people.person_for("telegram", "7001", "Ana")
+        owner = await memory.people.owner()
+        back = await memory.store.get("coffee", [ana.scope])
+        found = await memory.recall("coffee", [ana.scope, "shared"], 5)
+        car = await memory.store.get("car", [owner.scope])
+        not_owners = await memory.store.get("coffee", [owner.scope])
     assert back is not None and back.content == COFFEE and back.category == CORE
     assert [hit.memory.key for hit in found] == ["coffee"]
+    assert car is not None and not_owners is None
 
 
 async def test_hygiene_drops_old_conversation_and_keeps_core(tmp_path: Path) -> None:

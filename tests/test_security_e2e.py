@@ -177,7 +177,7 @@ def test_always_in_the_terminal_makes_a_rule_that_the_cli_lists_and_revokes(
 
     listed = run(home, "approvals", "list")
     assert listed.returncode == 0
-    assert "#1  shell  command=mkdir -p build  (by " in listed.stdout
+    assert "#1  shell  command=mkdir -p build  for everyone  (by " in listed.stdout
     assert run(home, "approvals", "revoke", "1").stdout == (
         "Removed rule #1; that call will ask again.\n"
     )

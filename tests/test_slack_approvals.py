@@ -262,7 +262,7 @@ async def test_only_the_approver_can_allow_and_the_command_then_runs(
         assert request["thread_ts"] == asked.ts
         assert "Approval needed" in request["text"] and "mkdir build" in request["text"]
         ids = [b["action_id"] for b in actions(request)]
-        assert [i.rsplit(":", 1)[1] for i in ids] == ["once", "always", "deny"]
+        assert [i.rsplit(":", 1)[1] for i in ids] == ["once", "person", "always", "deny"]
 
         slack.user_presses(BOB, ids[0], channel=GENERAL)  # Bob is in the channel, not an approver
         (refusal,) = await ephemerals_for(slack, BOB)
@@ -315,7 +315,7 @@ async def test_the_decision_can_be_typed_as_a_slash_command(
         slack.user_sends(ALICE_DM, ALICE, "make a build folder")
         request = await posted_request(daemon, slack, ALICE_DM)
         approval_id = actions(request)[0]["action_id"].split(":")[1]
-        assert f"/pinclaw approve {approval_id} once|always|deny" in request["text"]
+        assert f"/pinclaw approve {approval_id} once|person|always|deny" in request["text"]
         slack.user_runs_command(ALICE_DM, ALICE, f"approve {approval_id} always")
         (answer,) = await ephemerals_for(slack, ALICE)
         _, done = await bot_messages(slack, ALICE_DM, 2)

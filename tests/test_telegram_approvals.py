@@ -29,7 +29,7 @@ OWNER = 7001
 GROUP = -1001234567
 ADA = FakeTelegram.user(OWNER, "Ada", "ada")
 BEN = FakeTelegram.user(7003, "Ben", "ben")
-ACTION_ID = re.compile(r"^ap:([A-Za-z0-9_-]{16}):(once|always|deny)$")
+ACTION_ID = re.compile(r"^ap:([A-Za-z0-9_-]{16}):(once|person|always|deny)$")
 MKDIR = CallTools([("shell", {"command": "mkdir build"})])
 
 
@@ -86,9 +86,9 @@ async def test_only_the_approver_allows_and_the_request_becomes_a_record(
         request = await request_in(telegram, GROUP)
         assert "Approval needed" in request.text and "mkdir build" in request.text
         assert request.reply_markup is not None
-        assert len(request.reply_markup["inline_keyboard"]) == 1  # one row
+        assert len(request.reply_markup["inline_keyboard"]) == 4  # four buttons: one per row
         matches = [ACTION_ID.match(b["callback_data"]) for b in request.buttons]
-        assert [m.group(2) if m else None for m in matches] == ["once", "always", "deny"]
+        assert [m.group(2) if m else None for m in matches] == ["once", "person", "always", "deny"]
 
         refused = await tap(telegram, GROUP, BEN, button(request, "once"), request.message_id)
         assert refused == {**refused, "text": "Only the owner can decide on this request."}

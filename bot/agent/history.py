@@ -1,12 +1,14 @@
 """Per-session conversation history and per-turn usage, stored in SQLite.
 
 A session is one conversation in one chat (channel + chat + thread). ``/new``
-starts a fresh session for the same chat; the old one stays on disk.
+starts a fresh session for the same chat; the old one stays on disk. The newest
+session of a key is the chat's current conversation.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +65,42 @@ MIGRATIONS = [
     CREATE INDEX turns_by_sender ON turns (sender, started_at);
     """,
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One stored session, as ``pinclaw sessions`` lists it."""
+
+    id: int
+    key: str
+    channel: str
+    chat_id: str
+    thread_id: str | None
+    created_at: float
+    messages: int
+    last_message_at: float | None
+    current: bool  # the newest session of its key: the one the chat continues
+
+    @property
+    def last_activity(self) -> float:
+        """When the last message was stored, or when the session started if it has none."""
+        return self.created_at if self.last_message_at is None else self.last_message_at
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message of a session with the time it was stored."""
+
+    message: ChatMessage
+    created_at: float
+
+
+_SESSION_INFO = (
+    "SELECT s.id, s.key, s.channel, s.chat_id, s.thread_id, s.created_at, "
+    "COUNT(m.id), MAX(m.created_at), "
+    "s.id = (SELECT MAX(c.id) FROM sessions c WHERE c.key = s.key) "
+    "FROM sessions s LEFT JOIN messages m ON m.session_id = s.id "
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +238,90 @@ class HistoryStore:
                     f"UPDATE turns SET status = 'interrupted' WHERE id IN ({marks})", ids
                 )
         return len(ids)
+
+    async def list_sessions(
+        self, channel: str | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
+        """Sessions (of one channel, or all), the most recently active first."""
+        rows = await self._db.conn.execute_fetchall(
+            _SESSION_INFO + "WHERE (? IS NULL OR s.channel = ?) GROUP BY s.id "
+            "ORDER BY COALESCE(MAX(m.created_at), s.created_at) DESC, s.id DESC LIMIT ?",
+            (channel, channel, -1 if limit is None else limit),
+        )
+        return [_info(row) for row in rows]
+
+    async def count_sessions(self, channel: str | None = None, key: str | None = None) -> int:
+        """How many sessions there are (of one channel or key, or all)."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT COUNT(*) FROM sessions WHERE (? IS NULL OR channel = ?) "
+            "AND (? IS NULL OR key = ?)",
+            (channel, channel, key, key),
+        )
+        return next((int(row[0]) for row in rows), 0)
+
+    async def session_info(self, session_id: int) -> SessionInfo | None:
+        """The session with this id, if there is one."""
+        rows = await self._db.conn.execute_fetchall(
+            _SESSION_INFO + "WHERE s.id = ? GROUP BY s.id", (session_id,)
+        )
+        return next((_info(row) for row in rows), None)
+
+    async def current_session(self, key: SessionKey | str) -> SessionInfo | None:
+        """The current (newest) session of a key, without creating one."""
+        rows = await self._db.conn.execute_fetchall(
+            _SESSION_INFO + "WHERE s.key = ? GROUP BY s.id ORDER BY s.id DESC LIMIT 1",
+            (str(key),),
+        )
+        return next((_info(row) for row in rows), None)
+
+    async def transcript(self, session_id: int, limit: int | None = None) -> list[StoredMessage]:
+        """The last ``limit`` messages of a session (all without one) with their times,
+        oldest first."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error, created_at "
+            "FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?) "
+            "ORDER BY id",
+            (session_id, -1 if limit is None else limit),
+        )
+        return [StoredMessage(_from_row(row[:6]), float(row[6])) for row in rows]
+
+    async def clear(
+        self, key: SessionKey | str | None = None, *, session_id: int | None = None
+    ) -> int:
+        """Delete the messages of every session of ``key``, or of one session; the count.
+
+        The ``sessions`` and ``turns`` rows stay: the turns' token usage counts
+        towards each person's daily budget, which clearing must not reset.
+        """
+        if (key is None) == (session_id is None):
+            raise ValueError("clear takes a key or a session id, not both or neither")
+        async with self._db.write() as conn:
+            if session_id is not None:
+                cursor = await conn.execute(
+                    "DELETE FROM messages WHERE session_id = ?", (session_id,)
+                )
+            else:
+                cursor = await conn.execute(
+                    "DELETE FROM messages WHERE session_id IN "
+                    "(SELECT id FROM sessions WHERE key = ?)",
+                    (str(key),),
+                )
+            return max(cursor.rowcount, 0)
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    sid, key, channel, chat_id, thread_id, created, count, last, current = row
+    return SessionInfo(
+        id=int(sid),
+        key=str(key),
+        channel=str(channel),
+        chat_id=str(chat_id),
+        thread_id=None if thread_id is None else str(thread_id),
+        created_at=float(created),
+        messages=int(count),
+        last_message_at=None if last is None else float(last),
+        current=bool(current),
+    )
 
 
 async def _insert_messages(

@@ -48,8 +48,9 @@ class TurnResult:
 class TurnMemory(Protocol):
     """Long-term memory as a turn uses it (``bot.memory.service.MemoryService``)."""
 
-    async def context_for(self, message: InboundMessage, session_id: int) -> str:
-        """A prompt section of what is remembered about the message ("" for nothing)."""
+    async def context_for(self, message: InboundMessage, session_id: int, origin: str) -> str:
+        """A prompt section of what the speaker's memory holds for the message ("" for
+        nothing); ``origin`` says whose turn it is ("chat", "cron:NAME", "heartbeat")."""
         ...
 
     async def observe(self, message: InboundMessage, session_id: int) -> None:
@@ -218,7 +219,7 @@ class Agent:
         """What memory adds to the prompt; a person's words are kept for later."""
         if self._memory is None or self._depth:
             return ()
-        section = await self._memory.context_for(message, session_id)
+        section = await self._memory.context_for(message, session_id, origin)
         if origin == "chat":
             await self._memory.observe(message, session_id)
         return (section,) if section else ()

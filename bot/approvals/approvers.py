@@ -1,8 +1,10 @@
 """Who may decide on approval requests, per channel.
 
-``approvers`` from the channel's config if set; else its ``owner``; else the
-first entry of ``allowed_users``; else the first person admitted by pairing on
-that channel. In the terminal the person at the keyboard decides.
+``approvers`` from the channel's config if set, else its ``owner``; and always
+the owner's own accounts on that channel (linked with ``pinclaw people link``).
+If that names nobody: the first entry of ``allowed_users``, else the first
+person admitted by pairing on that channel. In the terminal the person at the
+keyboard decides.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from bot.config.channel import ChannelSettings
 from bot.core.channel import ApprovalSurface, ChatTarget
 from bot.store.pairing import PairingStore
+from bot.store.people import PeopleStore
 
 
 class Approvers:
@@ -22,7 +25,9 @@ class Approvers:
         settings: Mapping[str, ChannelSettings],
         pairing: PairingStore | None = None,
         local: Mapping[str, Sequence[str]] | None = None,
+        people: PeopleStore | None = None,
     ) -> None:
+        self._people = people
         self._settings = settings
         self._pairing = pairing
         self._local = {name: list(users) for name, users in (local or {}).items()}
@@ -34,10 +39,10 @@ class Approvers:
         settings = self._settings.get(channel)
         if settings is None:
             return []
-        if settings.approvers:
-            return list(settings.approvers)
-        if settings.owner:
-            return [settings.owner]
+        chosen = list(settings.approvers) or ([settings.owner] if settings.owner else [])
+        chosen += [user for user in await self._owner_accounts(channel) if user not in chosen]
+        if chosen:
+            return chosen
         if settings.allowed_users:
             return [settings.allowed_users[0]]
         if self._pairing is not None:
@@ -45,6 +50,12 @@ class Approvers:
             if first is not None:
                 return [first.user_id]
         return []
+
+    async def _owner_accounts(self, channel: str) -> list[str]:
+        if self._people is None:
+            return []
+        owner = await self._people.owner()
+        return [i.user_id for i in owner.identities if i.channel == channel and i.user_id]
 
     async def may_decide(self, channel: str, user_id: str) -> bool:
         """Whether ``user_id`` decides on requests from ``channel``."""

@@ -23,7 +23,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.approvals.approvers import Approvers, owner_chats
-from bot.approvals.store import ApprovalStore, StoredApproval, new_approval_id
+from bot.approvals.store import EVERYONE, ApprovalStore, StoredApproval, new_approval_id
 from bot.approvals.texts import (
     Choice,
     buttons,
@@ -43,10 +43,11 @@ from bot.core.channel import (
 from bot.core.messages import OutboundMessage
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.store.inbound import InboundStore
+from bot.store.people import PeopleStore, identity_of
 
 log = logging.getLogger(__name__)
 
-_STATUS = {"once": "once", "always": "always", "deny": "denied"}
+_STATUS = {"once": "once", "person": "always", "always": "always", "deny": "denied"}
 _SAID = {"once": "Allowed once.", "always": "Always allowed", "denied": "Denied."}
 _SETTLED = {
     "once": "allowed once",
@@ -68,8 +69,10 @@ class ApprovalService:
         timeout_s: float,
         zone: ZoneInfo,
         inbound: InboundStore | None = None,
+        people: PeopleStore | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._people = people
         self._store = store
         self._channels = channels
         self._approvers = approvers
@@ -82,7 +85,8 @@ class ApprovalService:
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask the approver about one call and wait for the answer (or the expiry)."""
-        rule = await self._store.matching_rule(request.tool, request.rule_key)
+        person_id, person = await self._asker(request)
+        rule = await self._store.matching_rule(request.tool, request.rule_key, person_id)
         if rule is not None:
             log.info("%s allowed by rule #%d (%s)", request.tool, rule.id, rule.summary)
             return ApprovalOutcome("approved", by=f"rule #{rule.id}")
@@ -90,7 +94,7 @@ class ApprovalService:
         if place is None:
             return ApprovalOutcome("unavailable")
         surface, target, where = place
-        record = await self._post(request, surface, target, where)
+        record = await self._post(request, surface, target, where, (person_id, person))
         if record is None:
             if where:
                 await self._private_refused(request)
@@ -109,25 +113,42 @@ class ApprovalService:
         finally:
             self._waiting.pop(approval_id, None)
 
+    async def _asker(self, request: ApprovalRequest) -> tuple[int, str]:
+        """The person whose turn asks (id and name), or (``EVERYONE``, "") if nobody's."""
+        if self._people is None:
+            return EVERYONE, ""
+        session = request.session
+        person = await self._people.speaker(
+            session.channel, request.sender_id, request.sender_name, request.origin
+        )
+        return (person.id, person.name) if person is not None else (EVERYONE, "")
+
     async def _post(
-        self, request: ApprovalRequest, surface: ApprovalSurface, target: ChatTarget, where: str
+        self,
+        request: ApprovalRequest,
+        surface: ApprovalSurface,
+        target: ChatTarget,
+        where: str,
+        asker: tuple[int, str],
     ) -> StoredApproval | None:
         """Store and post one request; None (and the request expired) if it cannot be posted."""
         now = self._clock()
         approval_id = new_approval_id()
         expires = now + self._timeout_s
         command = getattr(surface, "approve_command", "/approve")
-        text = request_text(approval_id, request, _dt(expires), self._zone, where, command)
+        person_id, person = asker
+        text = request_text(approval_id, request, _dt(expires), self._zone, where, command, person)
         record = StoredApproval(
             approval_id, request.session.channel, request.session.chat_id,
             request.session.thread_id, target.channel, target.chat_id, target.thread_id,
             None, request.sender_id, request.origin, request.tool, request.summary,
             request.rule_key, request.risk, request.reason, text, request.inbound_id,
-            now, expires, "pending", None, None,
+            now, expires, "pending", None, None, person_id,
         )  # fmt: skip
         await self._store.add(record)
         try:
-            ref = await surface.post_approval(target, text, buttons(approval_id, request.risk))
+            choices = buttons(approval_id, request.risk, person)
+            ref = await surface.post_approval(target, text, choices)
         except DeliveryError as exc:
             log.error("could not post approval request %s to %s: %s", approval_id, target, exc)
             await self._store.decide(approval_id, "expired", "could not be delivered", now)
@@ -200,23 +221,50 @@ class ApprovalService:
             return PressReply(f"Only {names} can decide on this request.")
         if record.status != "pending":
             return PressReply(f"Already decided: {_SETTLED.get(record.status, record.status)}.")
-        if choice == "always" and record.risk == "high":
+        if choice in ("always", "person") and record.risk == "high":
             return PressReply("A high-risk call can only be allowed once.")
+        whom = await self._name_of(record.person_id) if choice == "person" else ""
+        if choice == "person" and not whom:
+            return PressReply("This request has nobody to remember it for; choose Always or Once.")
         status = _STATUS[choice]
         now = self._clock()
-        by = user_name or user_id
+        by = await self._decider(channel, user_id, user_name)
         if not await self._store.decide(approval_id, status, by, now):  # type: ignore[arg-type]
             return PressReply("Already decided.")
         rule = 0
         if status == "always":
-            rule = await self._store.add_rule(record.tool, record.rule_key, record.summary, by)
+            rule = await self._store.add_rule(
+                record.tool,
+                record.rule_key,
+                record.summary,
+                by,
+                record.person_id if choice == "person" else EVERYONE,
+            )
         outcome = ApprovalOutcome("denied" if status == "denied" else "approved", by=by)
         waiter = self._waiting.get(approval_id)
         if waiter is not None and not waiter.done():
             waiter.set_result(outcome)
-        self._spawn(self._close(record, decision_line(status, by, _dt(now), self._zone, rule)))
-        said = _SAID[status] + (f" (rule #{rule})." if rule else "")
+        line = decision_line(status, by, _dt(now), self._zone, rule, whom)
+        self._spawn(self._close(record, line))
+        said = (
+            _SAID[status] + (f" for {whom}" if whom else "") + (f" (rule #{rule})." if rule else "")
+        )
         return PressReply(said)
+
+    async def _name_of(self, person_id: int) -> str:
+        """A person's name ("" for nobody, or without the people store)."""
+        if self._people is None or person_id == EVERYONE:
+            return ""
+        person = await self._people.get(person_id)
+        return person.name if person is not None else ""
+
+    async def _decider(self, channel: str, user_id: str, user_name: str) -> str:
+        """Who decided, by the name of their person where PinClaw knows them."""
+        if self._people is not None:
+            person = await self._people.of_identity(identity_of(channel, user_id))
+            if person is not None and person.name != identity_of(channel, user_id):
+                return person.name
+        return user_name or user_id
 
     async def expire_leftovers(self) -> None:
         """Mark requests left open by a stop expired, so their turns are not re-run."""

@@ -50,13 +50,34 @@ MIGRATIONS = [
         UNIQUE (tool, rule_key)
     );
     """,
+    # A rule is for everyone (person_id 0, as every rule before) or for one person.
+    """
+    CREATE TABLE approval_rules_new (
+        id INTEGER PRIMARY KEY,
+        tool TEXT NOT NULL,
+        rule_key TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        person_id INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (tool, rule_key, person_id)
+    );
+    INSERT INTO approval_rules_new (id, tool, rule_key, summary, created_by, created_at)
+        SELECT id, tool, rule_key, summary, created_by, created_at FROM approval_rules;
+    DROP TABLE approval_rules;
+    ALTER TABLE approval_rules_new RENAME TO approval_rules;
+    ALTER TABLE approvals ADD COLUMN person_id INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
+EVERYONE = 0
+"""The ``person_id`` of a rule that allows a call whoever asks."""
 
 _COLUMNS = (
     "id, channel, chat_id, thread_id, asked_channel, asked_chat_id, asked_thread_id, "
     "message_ref, sender_id, origin, tool, summary, rule_key, risk, reason, text, "
-    "inbound_id, created_at, expires_at, status, decided_by, decided_at"
+    "inbound_id, created_at, expires_at, status, decided_by, decided_at, person_id"
 )
+_RULE_COLUMNS = "id, tool, rule_key, summary, created_by, created_at, person_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +106,13 @@ class StoredApproval:
     status: Status
     decided_by: str | None
     decided_at: float | None
+    person_id: int = EVERYONE
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """An "always allow" rule: one tool, one narrow argument pattern."""
+    """An "always allow" rule: one tool, one narrow argument pattern, for one person
+    (``person_id``) or for everyone (``EVERYONE``)."""
 
     id: int
     tool: str
@@ -97,6 +120,7 @@ class Rule:
     summary: str
     created_by: str
     created_at: float
+    person_id: int = EVERYONE
 
 
 def new_approval_id() -> str:
@@ -122,7 +146,7 @@ class ApprovalStore:
     async def add(self, approval: StoredApproval) -> None:
         """Store a new request."""
         async with self._db.write() as conn:
-            marks = ", ".join("?" * 22)
+            marks = ", ".join("?" * 23)
             await conn.execute(
                 f"INSERT INTO approvals ({_COLUMNS}) VALUES ({marks})", _row(approval)
             )
@@ -158,33 +182,36 @@ class ApprovalStore:
         )
         return [_approval(row) for row in rows]
 
-    async def add_rule(self, tool: str, key: str, summary: str, by: str) -> int:
+    async def add_rule(
+        self, tool: str, key: str, summary: str, by: str, person_id: int = EVERYONE
+    ) -> int:
         """Record an "always allow" rule (or return the existing identical one)."""
         async with self._db.write() as conn:
             await conn.execute(
-                "INSERT INTO approval_rules (tool, rule_key, summary, created_by, created_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool, rule_key) DO NOTHING",
-                (tool, key, summary, by, time.time()),
+                "INSERT INTO approval_rules "
+                "(tool, rule_key, summary, created_by, created_at, person_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tool, rule_key, person_id) DO NOTHING",
+                (tool, key, summary, by, time.time(), person_id),
             )
             rows = await conn.execute_fetchall(
-                "SELECT id FROM approval_rules WHERE tool = ? AND rule_key = ?", (tool, key)
+                "SELECT id FROM approval_rules WHERE tool = ? AND rule_key = ? AND person_id = ?",
+                (tool, key, person_id),
             )
         return next(int(row[0]) for row in rows)
 
-    async def matching_rule(self, tool: str, key: str) -> Rule | None:
-        """The rule that allows exactly this call, if any."""
+    async def matching_rule(self, tool: str, key: str, person_id: int = EVERYONE) -> Rule | None:
+        """The rule that allows exactly this call for ``person_id``, if any (everyone's first)."""
         rows = await self._db.conn.execute_fetchall(
-            "SELECT id, tool, rule_key, summary, created_by, created_at FROM approval_rules "
-            "WHERE tool = ? AND rule_key = ?",
-            (tool, key),
+            f"SELECT {_RULE_COLUMNS} FROM approval_rules "
+            "WHERE tool = ? AND rule_key = ? AND person_id IN (0, ?) ORDER BY person_id",
+            (tool, key, person_id),
         )
         return next((_rule(row) for row in rows), None)
 
     async def rules(self) -> list[Rule]:
         """Every rule, oldest first."""
         rows = await self._db.conn.execute_fetchall(
-            "SELECT id, tool, rule_key, summary, created_by, created_at FROM approval_rules "
-            "ORDER BY id"
+            f"SELECT {_RULE_COLUMNS} FROM approval_rules ORDER BY id"
         )
         return [_rule(row) for row in rows]
 
@@ -200,7 +227,7 @@ def _row(a: StoredApproval) -> tuple[object, ...]:
         a.id, a.channel, a.chat_id, a.thread_id, a.asked_channel, a.asked_chat_id,
         a.asked_thread_id, a.message_ref, a.sender_id, a.origin, a.tool, a.summary,
         a.rule_key, a.risk, a.reason, a.text, a.inbound_id, a.created_at, a.expires_at,
-        a.status, a.decided_by, a.decided_at,
+        a.status, a.decided_by, a.decided_at, a.person_id,
     )  # fmt: skip
 
 
@@ -209,5 +236,8 @@ def _approval(row: Sequence[object]) -> StoredApproval:
 
 
 def _rule(row: Sequence[object]) -> Rule:
-    rule_id, tool, key, summary, by, at = row
-    return Rule(int(str(rule_id)), str(tool), str(key), str(summary), str(by), float(str(at)))
+    rule_id, tool, key, summary, by, at, person_id = row
+    return Rule(
+        int(str(rule_id)), str(tool), str(key), str(summary), str(by), float(str(at)),
+        int(str(person_id)),
+    )  # fmt: skip

@@ -10,8 +10,9 @@ from zoneinfo import ZoneInfo
 from bot.core.messages import Button
 from bot.security.approval import ApprovalRequest
 
-Choice = Literal["once", "always", "deny"]
-CHOICES: tuple[Choice, ...] = ("once", "always", "deny")
+Choice = Literal["once", "person", "always", "deny"]
+"""Allow once; always, for the person who asked; always, for everyone; deny."""
+CHOICES: tuple[Choice, ...] = ("once", "person", "always", "deny")
 PREFIX = "ap:"
 _RISK_MARK = {"low": "🟢", "medium": "🟠", "high": "🔴"}
 _FOOTER = "\n\n_Reply_ `"
@@ -34,22 +35,30 @@ def parse_action(value: str) -> tuple[str, Choice] | None:
 
 
 def parse_choice(word: str) -> Choice | None:
-    """A typed choice: once/yes/allow, always, deny/no."""
+    """A typed choice: once/yes/allow, person/me, always, deny/no."""
     word = word.strip().lower()
     if word in ("once", "yes", "y", "allow", "ok"):
         return "once"
-    if word in ("always", "a"):
+    if word in ("person", "me", "mine", "p"):
+        return "person"
+    if word in ("always", "a", "everyone", "all"):
         return "always"
     if word in ("deny", "no", "n", "reject"):
         return "deny"
     return None
 
 
-def buttons(approval_id: str, risk: str) -> tuple[Button, ...]:
-    """Allow once / Always allow / Deny (never "always" for a high-risk call)."""
+def buttons(approval_id: str, risk: str, person: str = "") -> tuple[Button, ...]:
+    """Allow once / Always for PERSON / Always for everyone / Deny.
+
+    Never "always" for a high-risk call; "for PERSON" only when the request has a
+    person (``person`` is their name).
+    """
     offered: list[tuple[str, Choice]] = [("✅ Allow once", "once")]
     if risk != "high":
-        offered.append(("♾️ Always allow", "always"))
+        if person:
+            offered.append((f"👤 Always for {short_name(person)}", "person"))
+        offered.append(("♾️ Always for everyone", "always"))
     offered.append(("❌ Deny", "deny"))
     return tuple(Button(label, action_id(approval_id, choice)) for label, choice in offered)
 
@@ -61,6 +70,7 @@ def request_text(
     zone: ZoneInfo,
     where: str,
     command: str = "/approve",
+    person: str = "",
 ) -> str:
     """The request message: tool, arguments, risk and why, who asked, when it expires."""
     asked = _asked_by(request)
@@ -72,7 +82,9 @@ def request_text(
         f"Asked by {asked}{where}",
         f"Expires at {expires.astimezone(zone):%H:%M} ({zone.key})",
     ]
-    always = "|always" if request.risk != "high" else ""
+    always = ""
+    if request.risk != "high":
+        always = ("|person" if person else "") + "|always"
     footer = f"{_FOOTER}{command} {approval_id} once{always}|deny` _if the buttons fail._"
     return "\n".join(lines) + footer
 
@@ -84,16 +96,25 @@ def record_text(request: str, line: str) -> str:
     return f"{body}\n\n{line}"
 
 
-def decision_line(status: str, by: str, when: datetime, zone: ZoneInfo, rule: int = 0) -> str:
-    """ "Allowed once by Ana at 14:02" and the like."""
+def decision_line(
+    status: str, by: str, when: datetime, zone: ZoneInfo, rule: int = 0, person: str = ""
+) -> str:
+    """ "Allowed once by Ana at 14:02" and the like (``person``: whom an always rule is for)."""
     at = f"{when.astimezone(zone):%H:%M}"
     if status == "once":
         return f"✅ Allowed once by {by} at {at}"
     if status == "always":
-        return f"✅ Always allowed by {by} at {at} (rule #{rule})"
+        whom = f" for {person}" if person else ""
+        return f"✅ Always allowed{whom} by {by} at {at} (rule #{rule})"
     if status == "denied":
         return f"❌ Denied by {by} at {at}"
     return f"⌛ Expired at {at}: {by}"
+
+
+def short_name(name: str, limit: int = 24) -> str:
+    """A person's name short enough for a button label."""
+    name = " ".join(name.split())
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def _code(summary: str) -> str:

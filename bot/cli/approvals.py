@@ -1,13 +1,17 @@
-"""``pinclaw approvals list | revoke ID``: the "always allow" rules, readable and removable."""
+"""``pinclaw approvals list | revoke ID``: the "always allow" rules, readable and removable.
+
+Each rule says whom it is for: one person (they tapped "Always for NAME") or everyone.
+"""
 
 from __future__ import annotations
 
 import time
 
-from bot.approvals.store import ApprovalStore
+from bot.approvals.store import EVERYONE, ApprovalStore
 from bot.config import LoadedConfig
 from bot.core.errors import UserError
 from bot.store.db import Database
+from bot.store.people import PeopleStore
 
 
 async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> int:
@@ -15,8 +19,9 @@ async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> 
     db = Database(loaded.database)
     await db.open()
     try:
-        store = ApprovalStore(db)
+        store, people = ApprovalStore(db), PeopleStore(db)
         await store.setup()
+        await people.setup()
         if action == "revoke":
             if not await store.revoke_rule(rule_id):
                 raise UserError(f"there is no rule #{rule_id} (see `pinclaw approvals list`)")
@@ -25,10 +30,16 @@ async def run_approvals(loaded: LoadedConfig, action: str, rule_id: int = 0) -> 
         rules = await store.rules()
         if not rules:
             print("No always-allow rules.")
+        names = {p.id: p.name for p in await people.all()}
         for rule in rules:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rule.created_at))
             pattern = rule.summary.replace("\n", "\\n")  # what the approver saw, on one line
-            print(f"#{rule.id}  {rule.tool}  {pattern}  (by {rule.created_by}, {when})")
+            whom = (
+                "everyone"
+                if rule.person_id == EVERYONE
+                else f"{names.get(rule.person_id, 'someone forgotten')} #{rule.person_id}"
+            )
+            print(f"#{rule.id}  {rule.tool}  {pattern}  for {whom}  (by {rule.created_by}, {when})")
     finally:
         await db.close()
     return 0

@@ -24,7 +24,9 @@ from bot.cli.cron import add_cron_commands
 from bot.cli.db import add_db_commands
 from bot.cli.hardware import add_hardware_commands
 from bot.cli.memory import add_memory_commands
+from bot.cli.people import add_people_commands
 from bot.cli.service import add_service_commands
+from bot.cli.sessions import add_sessions_commands
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -117,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for add in (
         _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
-        add_memory_commands, add_hardware_commands, _files, add_db_commands, add_service_commands,
+        add_memory_commands, add_people_commands, add_sessions_commands, add_hardware_commands,
+        _files, add_db_commands, add_service_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser

@@ -1,8 +1,8 @@
-"""``pinclaw memory list | search | forget | export``: memory, readable from the shell.
+"""``pinclaw memory list | search | add | forget | export``: memory, from the shell.
 
-The command line is the owner's: it sees every chat's memories (the scope is
-shown on each line). Only argparse is imported at the top: the parser is built
-for every ``pinclaw`` command.
+The command line is the owner's: it sees everyone's memories (each line says
+whose) and may write for anyone, or for everyone (shared). Only argparse is
+imported at the top: the parser is built for every ``pinclaw`` command.
 """
 
 from __future__ import annotations
@@ -22,9 +22,18 @@ def add_memory_commands(
     listing = actions.add_parser("list", parents=[common], help="entries, newest first")
     listing.add_argument("--category", help="only this category (core, daily, conversation, ...)")
     listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--person", help="only this person's (#ID, name, account) or 'shared'")
     search = actions.add_parser("search", parents=[common], help="entries matching QUERY")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--person", help="only this person's (#ID, name, account) or 'shared'")
+    add = actions.add_parser("add", parents=[common], help="remember TEXT (for the owner)")
+    add.add_argument("text")
+    add.add_argument("--key", help="a short stable name (default: the first words)")
+    add.add_argument("--category", default="core", help="core (default), daily, or a name")
+    whose = add.add_mutually_exclusive_group()
+    whose.add_argument("--person", help="whose memory: #ID, name or account (default: owner)")
+    whose.add_argument("--shared", action="store_true", help="for everyone (household)")
     forget = actions.add_parser("forget", parents=[common], help="remove entry ID (or KEY)")
     forget.add_argument("entry", metavar="ID|KEY")
     export = actions.add_parser("export", parents=[common], help="write the core entries")

@@ -7,11 +7,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from bot.cli.people_actions import find
 from bot.config import LoadedConfig
-from bot.core.errors import UserError
+from bot.core.errors import UsageError, UserError
 from bot.daemon.app import open_app
-from bot.memory import snapshot
-from bot.memory.models import CORE, Memory
+from bot.memory.models import CORE, SHARED, Memory, NewMemory
 from bot.memory.service import MemoryService
 
 
@@ -22,32 +22,63 @@ async def memory_action(loaded: LoadedConfig, args: argparse.Namespace) -> int:
             raise UserError("memory is turned off ([memory] enabled = false)")
         memory = app.memory
         action = args.memory_command
+        names = await _scope_names(memory)
         if action == "list":
-            entries = await memory.store.list(args.category, None, limit=args.limit)
-            total = await memory.store.count(args.category)
+            scopes = await _chosen_scopes(memory, getattr(args, "person", None))
+            entries = await memory.store.list(args.category, scopes, limit=args.limit)
+            total = await memory.store.count(args.category, scopes)
             for entry in entries:
-                print(_line(entry))
+                print(_line(entry, names))
             print(f"({len(entries)} of {total} entries)" if entries else "No memories yet.")
         elif action == "search":
-            scopes = await _all_scopes(memory)
-            found = await memory.recall(args.query, scopes, args.limit)
+            scopes = await _chosen_scopes(memory, getattr(args, "person", None))
+            found = await memory.recall(args.query, scopes or await _all_scopes(memory), args.limit)
             for hit in found:
-                print(f"{hit.score:.2f}  {_line(hit.memory)}")
+                print(f"{hit.score:.2f}  {_line(hit.memory, names)}")
             if not found:
                 print(f"Nothing remembered about {args.query!r}.")
+        elif action == "add":
+            await _add(memory, args, names)
         elif action == "forget":
-            await _forget(memory, args.entry)
+            await _forget(memory, args.entry, names)
         else:
             await _export(memory, loaded, args.path)
     return 0
 
 
 async def _all_scopes(memory: MemoryService) -> list[str]:
-    rows = await memory.store.list(None, None, limit=1_000_000)
-    return sorted({m.scope for m in rows})
+    return sorted(await memory.store.count_by_scope())
 
 
-async def _forget(memory: MemoryService, entry: str) -> None:
+async def _scope_names(memory: MemoryService) -> dict[str, str]:
+    """How each scope is shown: the person's name and number, or "shared"."""
+    names = {SHARED: "shared"}
+    for person in await memory.people.all():
+        names[person.scope] = f"{person.name} #{person.id}" + (", owner" if person.is_owner else "")
+    return names
+
+
+async def _chosen_scopes(memory: MemoryService, ref: str | None) -> list[str] | None:
+    """The scopes ``--person`` picks (``shared`` for the household's), or None for all."""
+    if ref is None:
+        return None
+    if ref.strip().lower() == SHARED:
+        return [SHARED]
+    return [(await find(memory.people, ref)).scope]
+
+
+async def _add(memory: MemoryService, args: argparse.Namespace, names: dict[str, str]) -> None:
+    text = " ".join(args.text.split())
+    if not text:
+        raise UsageError("say what to remember")
+    scope = SHARED if args.shared else (await find(memory.people, args.person or "owner")).scope
+    key = (args.key or "").strip() or " ".join(text.lower().split()[:6])
+    stored = await memory.remember(NewMemory(key, text, args.category or CORE, scope, "cli"))
+    whom = "everyone (shared)" if scope == SHARED else names.get(scope, scope)
+    print(f"Remembered #{stored.id} {stored.key!r} for {whom}.")
+
+
+async def _forget(memory: MemoryService, entry: str, names: dict[str, str]) -> None:
     if entry.isdigit():
         found = await memory.store.get_by_id(int(entry))
         if found is None or not await memory.forget_id(found.id):
@@ -58,16 +89,15 @@ async def _forget(memory: MemoryService, entry: str) -> None:
     if not matches:
         raise UserError(f"no memory has the key {entry!r} (see `pinclaw memory list`)")
     if len(matches) > 1:
-        ids = ", ".join(f"#{m.id} ({m.scope})" for m in matches)
-        raise UserError(f"several chats have a memory {entry!r}: {ids}; forget one by its ID")
+        ids = ", ".join(f"#{m.id} ({names.get(m.scope, m.scope)})" for m in matches)
+        raise UserError(f"several people have a memory {entry!r}: {ids}; forget one by its ID")
     await memory.forget_id(matches[0].id)
     print(f"Forgot #{matches[0].id} {entry!r}.")
 
 
 async def _export(memory: MemoryService, loaded: LoadedConfig, where: str | None) -> None:
     if where == "-":
-        core = await memory.store.list(CORE, None, limit=1_000_000)
-        sys.stdout.write(snapshot.render(core))
+        sys.stdout.write(await memory.snapshot_text())
         return
     default = loaded.workspace / loaded.config.memory.snapshot_file
     path = Path(where) if where else default  # expanded before the loop started
@@ -75,9 +105,10 @@ async def _export(memory: MemoryService, loaded: LoadedConfig, where: str | None
     print(f"Wrote {count} core entries to {path}.")
 
 
-def _line(memory: Memory) -> str:
+def _line(memory: Memory, names: dict[str, str]) -> str:
     when = datetime.fromtimestamp(memory.updated_at).strftime("%Y-%m-%d %H:%M")
     text = " ".join(memory.content.split())
     if len(text) > 120:
         text = text[:119] + "…"
-    return f"#{memory.id} [{memory.category}] {memory.key}: {text}  ({memory.scope}, {when})"
+    whose = names.get(memory.scope, memory.scope)
+    return f"#{memory.id} [{memory.category}] {memory.key}: {text}  ({whose}, {when})"

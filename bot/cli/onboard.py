@@ -82,7 +82,11 @@ def onboard(path: Path, flags: Flags) -> int:
         else:
             out.write(f"It answered in {seconds:.2f} s.\n")
     write_private(path, text)
-    out.write(f"Wrote {path} (readable only by you).\nNext: `pinclaw chat` to talk to it.\n")
+    out.write(
+        f"Wrote {path} (readable only by you).\nNext: `pinclaw chat` to talk to it; "
+        "you are its owner. Once a chat channel runs, `pinclaw people link` connects "
+        "your phone's account, so it remembers you there too.\n"
+    )
     return 0
 
 

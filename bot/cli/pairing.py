@@ -12,6 +12,7 @@ from bot.config import LoadedConfig
 from bot.core.errors import UserError
 from bot.store.db import Database
 from bot.store.pairing import PairedUser, PairingRequest, PairingStore
+from bot.store.people import PeopleStore
 
 
 async def run_pairing(
@@ -21,14 +22,17 @@ async def run_pairing(
     db = Database(loaded.database)
     await db.open()
     try:
-        store = PairingStore(db)
+        store, people = PairingStore(db), PeopleStore(db)
         await store.setup()
+        await people.setup()
         if action == "approve":
             user = await store.approve(code)
             if user is None:
                 raise UserError(f"no pairing code {code!r} is waiting (codes expire after 1 hour)")
+            person = await people.person_for(user.channel, user.user_id, user.user_name, "paired")
             print(
-                f"Admitted {user.user_name or user.user_id} (id {user.user_id}) on {user.channel}."
+                f"Admitted {user.user_name or user.user_id} (id {user.user_id}) on {user.channel}"
+                f" as person #{person.id} {person.name}."
             )
         elif action == "revoke":
             if not await store.revoke(channel, user_id):

@@ -1,4 +1,5 @@
-"""Chat commands every channel understands: /new, /stop, /status, /help.
+"""Chat commands every channel understands: /new, /stop, /status, /help (and the typed
+/approve and /link).
 
 Adapters register ``CHAT_COMMANDS`` natively where the platform has commands
 (Telegram's command list, Discord application commands, a Slack slash command)
@@ -24,12 +25,13 @@ CHAT_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("status", "Show whether PinClaw is connected and busy"),
     CommandInfo("help", "List the commands"),
 )
-_NAMES = {c.name for c in CHAT_COMMANDS} | {"start", "approve"}
+_NAMES = {c.name for c in CHAT_COMMANDS} | {"start", "approve", "link"}
 
 HELP = (
     "Commands:\n"
     + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
-    + "\n/approve ID once|always|deny - decide on an approval request by typing"
+    + "\n/approve ID once|person|always|deny - decide on an approval request by typing"
+    + "\n/link CODE - link this account to you (the code comes from `pinclaw people link`)"
 )
 
 

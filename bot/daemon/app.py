@@ -31,6 +31,7 @@ from bot.security.gate import UNTRUSTED_NOTE, PolicyGate
 from bot.security.kit import SecurityKit, build_security
 from bot.security.redact import RedactingFilter, Redactor
 from bot.store.db import Check, Database
+from bot.store.people import PeopleStore
 from tools.delegate import AgentFactory, build_delegate
 from tools.memory import memory_tools
 
@@ -51,6 +52,7 @@ class App:
     gate: PolicyGate
     security: SecurityKit
     agent: Agent
+    people: PeopleStore
     memory: MemoryService | None = None
 
 
@@ -77,6 +79,8 @@ async def open_app(
         stack.push_async_callback(db.close)
         history = HistoryStore(db)
         await history.setup()
+        people = PeopleStore(db)
+        await people.setup()
         memory = await open_memory(db, loaded, client, fresh=fresh)
         if memory is not None:
             stack.push_async_callback(memory.stop)
@@ -124,7 +128,7 @@ async def open_app(
             timezone=loaded.timezone(),
             memory=memory,
         )
-        yield App(loaded, db, history, tools, gate, security, agent, memory)
+        yield App(loaded, db, history, tools, gate, security, agent, people, memory)
 
 
 def _sub_agents(

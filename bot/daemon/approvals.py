@@ -30,6 +30,7 @@ async def approval_service(
         timeout_s=loaded.config.security.approval_timeout_s,
         zone=loaded.timezone(),
         inbound=inbound,
+        people=app.people,
     )
     await service.expire_leftovers()
     app.gate.set_approver(service)

@@ -35,6 +35,7 @@ from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
 from bot.daemon.approvals import approval_service
 from bot.daemon.cron import Scheduling, scheduling
+from bot.daemon.linking import Linking
 from bot.daemon.router import Router
 from bot.daemon.supervisor import supervise
 from bot.store.inbound import InboundStore
@@ -97,7 +98,7 @@ class Daemon:
                 name: _load_adapter(name, loaded)(channel_settings, deps)
                 for name, channel_settings in settings.items()
             }
-            approvers = Approvers(settings, pairing)
+            approvers = Approvers(settings, pairing, people=app.people)
             approvals = await approval_service(app, loaded, channels, approvers, inbound)
             router = Router(
                 agent=app.agent,
@@ -108,6 +109,7 @@ class Daemon:
                 pairing=pairing,
                 model_label=loaded.config.provider.label,
                 approvals=approvals,
+                linking=Linking(app.people, pairing, app.memory),
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
             daemon = cls(

@@ -36,6 +36,7 @@ from bot.core.chat_commands import HELP, parse_command
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
 from bot.daemon.access import AccessControl
+from bot.daemon.linking import Linking
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.daemon.status import describe_status
 from bot.store.inbound import InboundStore
@@ -58,7 +59,9 @@ class Router:
         pairing: PairingStore | None = None,
         model_label: str = "",
         approvals: ApprovalService | None = None,
+        linking: Linking | None = None,
     ) -> None:
+        self._linking = linking
         self._approvals = approvals
         self._agent = agent
         self._channels = channels
@@ -87,8 +90,13 @@ class Router:
             log.warning("dropped a message from unknown channel %s", message.channel)
             return True
         channel.status.heard()
-        if self._access is not None:
-            decision = await self._access.decide(message)
+        decision = await self._access.decide(message) if self._access is not None else None
+        if self._linking is not None and _is_link(message):
+            known = decision is None or decision.action == "accept"
+            if self._linking.first_delivery(message):
+                self._spawn(self._link(message, known))
+            return True
+        if decision is not None:
             if decision.action == "drop":
                 log.info(
                     "dropped message %s on %s: %s",
@@ -211,6 +219,11 @@ class Router:
             text = "Stopped." if stopped else "Nothing to stop."
         elif name == "approve":
             text = await self._approve(message, args)
+        elif name == "link":
+            text = (
+                "Linking is for chat accounts: run `pinclaw people link`, then send "
+                "/link CODE from the account to link, in a private chat with me."
+            )
         elif name == "status":
             text = describe_status(
                 started=self._started,
@@ -318,6 +331,17 @@ class Router:
             else:
                 await self._inbound.mark(job.row_id, "stopped")
 
+    async def _link(self, message: InboundMessage, known: bool) -> None:
+        assert self._linking is not None
+        command = parse_command(message.text)
+        code = command[1] if command is not None else ""
+        try:
+            text = await self._linking.handle(message, code, known=known)
+        except Exception as exc:
+            text = bug_message(log_bug(log, f"/link from {message.session} failed", exc))
+        if text is not None:
+            await self._reply(message, text)
+
     async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
         if self._pairing is None:
             return
@@ -349,6 +373,11 @@ class Router:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log_bug(log, "background reply failed", task.exception())
+
+
+def _is_link(message: InboundMessage) -> bool:
+    command = parse_command(message.text)
+    return command is not None and command[0] == "link"
 
 
 def with_attachments(message: InboundMessage) -> str:

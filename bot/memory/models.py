@@ -1,10 +1,10 @@
 """What memory holds and returns, and the port embedding providers fill.
 
 A memory's identity is its ``key`` within its ``scope``: storing the same key
-again replaces the content. The scope keeps people's memories apart: a chat's
-own scope is ``"CHANNEL:CHAT_ID"`` (so what someone said in their private chat
-is never recalled in another chat), and ``SHARED`` entries are recalled
-everywhere.
+again replaces the content. The scope keeps people's memories apart: a person's
+own scope is ``"person:ID"`` (``bot.store.people``), recalled wherever that
+person writes from and for nobody else, and ``SHARED`` (household) entries are
+recalled for everyone.
 """
 
 from __future__ import annotations
@@ -69,8 +69,3 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """One row per text, float32, shape (len(texts), dims)."""
         ...
-
-
-def chat_scope(channel: str, chat_id: str) -> str:
-    """The scope of memories made in one chat (a private chat is one person's)."""
-    return f"{channel}:{chat_id}"

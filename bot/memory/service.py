@@ -16,6 +16,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,18 +24,11 @@ from typing import TYPE_CHECKING, Any
 from bot.config.memory import MemoryConfig
 from bot.core.errors import UserError, log_bug
 from bot.memory import snapshot
-from bot.memory.models import (
-    CONVERSATION,
-    CORE,
-    SHARED,
-    Embedder,
-    Memory,
-    NewMemory,
-    Recalled,
-    chat_scope,
-)
+from bot.memory.models import CONVERSATION, CORE, SHARED, Embedder, Memory, NewMemory, Recalled
 from bot.memory.recall import HybridRecall
 from bot.memory.store import MemoryStore
+from bot.store.people import Person
+from bot.store.people_rows import scope_person
 
 if TYPE_CHECKING:
     from bot.core.messages import InboundMessage
@@ -58,6 +52,7 @@ class MemoryService:
         cache: VectorCache | None = None,
     ) -> None:
         self.store = store
+        self.people = store.people
         self._settings = settings
         self._embedder = embedder
         self._cache = cache
@@ -117,13 +112,39 @@ class MemoryService:
             self._cache.remove(memory_id)
         return True
 
-    async def context_for(self, message: InboundMessage, session_id: int) -> str:
-        """The prompt section of what is remembered about this message ("" if nothing)."""
+    async def speaker(
+        self, channel: str, sender_id: str, name: str = "", origin: str = "chat"
+    ) -> Person | None:
+        """Whose memories a turn uses (see ``PeopleStore.speaker``)."""
+        return await self.people.speaker(channel, sender_id, name, origin)
+
+    async def scopes_for(
+        self, channel: str, sender_id: str, name: str = "", origin: str = "chat"
+    ) -> list[str]:
+        """The scopes a turn may read: its person's own, and the shared ones."""
+        person = await self.speaker(channel, sender_id, name, origin)
+        return [person.scope, SHARED] if person is not None else [SHARED]
+
+    async def rescoped(self) -> None:
+        """Entries changed their person (two people became one): reload the vectors."""
+        if self._cache is not None:
+            await self._cache.load(self.store)
+
+    async def context_for(
+        self, message: InboundMessage, session_id: int, origin: str = "chat"
+    ) -> str:
+        """The prompt section of what is remembered for this message's person ("" if nothing).
+
+        Only the speaker's own memories and the shared ones: in a group chat,
+        never another member's.
+        """
         settings = self._settings
         if not settings.recall_limit or not settings.prompt_budget_chars:
             return ""
-        scopes = [chat_scope(message.channel, message.chat_id), SHARED]
         try:
+            scopes = await self.scopes_for(
+                message.channel, message.sender_id, message.sender_name, origin
+            )
             found = await self.recall(message.text, scopes, settings.recall_limit + 5)
         except Exception as exc:
             log_bug(log, "recalling memories failed", exc)
@@ -151,20 +172,23 @@ class MemoryService:
         )
 
     async def observe(self, message: InboundMessage, session_id: int) -> None:
-        """Keep what a person said as a conversation entry of their chat."""
+        """Keep what a person said as a conversation entry of theirs."""
         if not self._settings.store_conversation or not message.text.strip():
             return
         stamp = message.message_id or f"{message.received_at:.6f}"
         # An opaque key: words in it would make every message match a search for them.
         digest = hashlib.sha256(f"{message.channel}\0{message.chat_id}\0{stamp}".encode())
-        item = NewMemory(
-            key=f"msg-{digest.hexdigest()[:16]}",
-            content=message.text.strip(),
-            category=CONVERSATION,
-            scope=chat_scope(message.channel, message.chat_id),
-            session=str(session_id),
-        )
         try:
+            person = await self.people.person_for(
+                message.channel, message.sender_id, message.sender_name
+            )
+            item = NewMemory(
+                key=f"msg-{digest.hexdigest()[:16]}",
+                content=message.text.strip(),
+                category=CONVERSATION,
+                scope=person.scope,
+                session=str(session_id),
+            )
             await self.remember(item)
         except Exception as exc:
             log_bug(log, "storing a message in memory failed", exc)
@@ -194,9 +218,17 @@ class MemoryService:
 
     async def export_snapshot(self, path: Path) -> int:
         """Write the core entries to ``path`` (MEMORY_SNAPSHOT.md); how many were written."""
-        core = await self.store.list(CORE, None, limit=100_000)
-        await asyncio.to_thread(snapshot.write, path, core)
+        core, portable = await self._snapshot_entries()
+        await asyncio.to_thread(snapshot.write, path, core, portable)
         return len(core)
+
+    async def snapshot_text(self) -> str:
+        """The snapshot as text (what ``export_snapshot`` writes)."""
+        return snapshot.render(*await self._snapshot_entries())
+
+    async def _snapshot_entries(self) -> tuple[list[Memory], dict[str, str]]:
+        core = await self.store.list(CORE, None, limit=100_000)
+        return core, {scope: await self._portable(scope) for scope in {m.scope for m in core}}
 
     async def restore_snapshot(self, path: Path) -> int:
         """Store the entries of a snapshot (after the database was lost); how many."""
@@ -206,10 +238,32 @@ class MemoryService:
             log.error("memory: cannot read %s: %s", path, exc.strerror)
             return 0
         for item, updated in entries:
-            await self.remember(item, now=updated)
+            scope = await self._local(item.scope)
+            await self.remember(replace(item, scope=scope), now=updated)
         if entries:
             log.warning("memory: restored %d entries from %s", len(entries), path.name)
         return len(entries)
+
+    async def _portable(self, scope: str) -> str:
+        """A scope as the snapshot writes it: people by an account, not by a row id."""
+        person_id = scope_person(scope)
+        person = await self.people.get(person_id) if person_id is not None else None
+        if person is None:
+            return scope
+        if person.is_owner:
+            return snapshot.OWNER
+        return f"{snapshot.ACCOUNT}{person.identities[0].identity}" if person.identities else scope
+
+    async def _local(self, scope: str) -> str:
+        """A snapshot's scope in this database (people made again from their accounts)."""
+        if scope == SHARED:
+            return SHARED
+        if scope.startswith(snapshot.ACCOUNT):
+            channel, _, user = scope.removeprefix(snapshot.ACCOUNT).partition(":")
+            return (await self.people.person_for(channel, user)).scope
+        # A chat scope from before people: with the database lost, nobody can tell
+        # whose chat it was; the owner keeps it (``pinclaw memory`` shows it).
+        return (await self.people.owner()).scope
 
     async def _embed(self, memories: Sequence[Memory]) -> None:
         if self._embedder is None or self._cache is None or not memories:
@@ -266,5 +320,5 @@ def _line(memory: Memory) -> str:
     if len(text) > _LINE_CHARS:
         text = text[: _LINE_CHARS - 1] + "…"
     if memory.category == CONVERSATION:
-        return f"- {day}, said in this chat: {text}"
+        return f"- {day}, they said: {text}"
     return f"- [{memory.category}] {memory.key}: {text} ({day})"

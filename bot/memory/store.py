@@ -18,11 +18,27 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.memory.keywords import fts_query, like_terms
-from bot.memory.models import Memory, NewMemory
-from bot.store.db import Database
+import aiosqlite
 
-MIGRATIONS = [
+from bot.memory.keywords import fts_query, like_terms
+from bot.memory.models import CONVERSATION, SHARED, Memory, NewMemory
+from bot.store.db import Database, Step
+from bot.store.people import PeopleStore
+from bot.store.people_rows import person_behind_chat, person_scope, rescope
+
+
+async def _to_people(conn: aiosqlite.Connection) -> None:
+    """Version 2: memories belong to people, no longer to chats (see ``people_rows``)."""
+    rows = await conn.execute_fetchall(
+        "SELECT DISTINCT scope FROM memories WHERE scope != ? AND scope NOT LIKE 'person:%'",
+        (SHARED,),
+    )
+    for (scope,) in rows:
+        person = await person_behind_chat(conn, str(scope))
+        await rescope(conn, str(scope), person_scope(person), tag=str(scope))
+
+
+MIGRATIONS: list[Step] = [
     """
     CREATE TABLE memories (
         id INTEGER PRIMARY KEY,
@@ -73,6 +89,7 @@ MIGRATIONS = [
         DELETE FROM memory_embeddings WHERE id = new.id;
     END;
     """,
+    _to_people,
 ]
 
 _COLUMNS = "id, key, content, category, scope, session, created_at, updated_at"
@@ -108,9 +125,11 @@ class MemoryStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.people = PeopleStore(db)
 
     async def setup(self) -> None:
-        """Create or upgrade the tables."""
+        """Create or upgrade the tables (after the people whose memories they hold)."""
+        await self.people.setup()
         await self._db.migrate("memory", MIGRATIONS)
 
     async def store(self, item: NewMemory, now: float | None = None) -> Memory:
@@ -155,10 +174,17 @@ class MemoryStore:
         )
         return {int(row[0]): _memory(row) for row in rows}
 
-    async def count(self, category: str | None = None) -> int:
-        """How many entries there are, in one category or in all."""
-        where, params = _filters(category, None)
+    async def count(self, category: str | None = None, scopes: Sequence[str] | None = None) -> int:
+        """How many entries there are, in one category or in all (and in ``scopes``)."""
+        where, params = _filters(category, scopes)
         return await self._scalar(f"SELECT count(*) FROM memories {where}", params)
+
+    async def count_by_scope(self) -> dict[str, int]:
+        """How many entries each scope holds."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT scope, count(*) FROM memories GROUP BY scope"
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
 
     async def forget(self, key: str, scopes: Sequence[str]) -> bool:
         """Delete the entry with this key in the first of ``scopes`` that has one."""
@@ -184,11 +210,12 @@ class MemoryStore:
     ) -> list[tuple[Memory, float]]:
         """Entries matching the words of ``query``, best first, scored in (0, 1].
 
-        Scores are BM25 relative to the best hit of this search (``bm25 / best_bm25``:
-        the best scores 1.0, a hit half as relevant 0.5), so they rank hits within
-        one search but do not compare across searches. When the full-text index
-        finds nothing, a substring search on the longest words scores each hit
-        ``LIKE_SCORE``.
+        Scores are BM25 relative to the best hit of its kind in this search
+        (``bm25 / best_bm25``: the best scores 1.0, a hit half as relevant 0.5), the
+        kinds being what people said (``conversation``) and everything else; they
+        rank hits within one search but do not compare across searches. When the
+        full-text index finds nothing, a substring search on the longest words
+        scores each hit ``LIKE_SCORE``.
         """
         if not scopes or limit <= 0:
             return []
@@ -217,9 +244,15 @@ class MemoryStore:
         )
         if not rows:
             return []
-        # bm25() is negative, lower is better; the first row is the best.
-        best = float(rows[0][-1])
-        return [(_memory(row), _relative(float(row[-1]), best)) for row in rows]
+        # bm25() is negative, lower is better. Each kind is scored against its own
+        # best: a past question that repeats the query word for word must not push
+        # the fact that answers it below the relevance threshold.
+        best: dict[bool, float] = {}
+        for row in rows:
+            best.setdefault(row[3] == CONVERSATION, float(row[-1]))
+        return [
+            (_memory(row), _relative(float(row[-1]), best[row[3] == CONVERSATION])) for row in rows
+        ]
 
     async def _like(
         self, terms: Sequence[str], scopes: Sequence[str], limit: int

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Literal
@@ -25,6 +25,8 @@ import aiosqlite
 from bot.core.errors import UserError
 
 Check = Literal["header", "quick"]
+Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
+"""A migration: an SQL script, or a function that changes rows with Python's help."""
 HEADER = b"SQLite format 3\x00"
 
 
@@ -141,12 +143,16 @@ class Database:
                 raise
             await conn.commit()
 
-    async def migrate(self, component: str, steps: Sequence[str]) -> None:
-        """Apply the migrations of ``component`` that this database has not run yet."""
+    async def migrate(self, component: str, steps: Sequence[Step]) -> None:
+        """Apply the migrations of ``component`` that this database has not run yet.
+
+        Each step runs in one transaction with its version number: a failed step
+        leaves the database as it was before it.
+        """
         async with self._write_lock:
             await self._migrate(component, steps)
 
-    async def _migrate(self, component: str, steps: Sequence[str]) -> None:
+    async def _migrate(self, component: str, steps: Sequence[Step]) -> None:
         conn = self.conn
         rows = await conn.execute_fetchall(
             "SELECT version FROM schema_versions WHERE component = ?", (component,)
@@ -154,7 +160,11 @@ class Database:
         current = next((int(row[0]) for row in rows), 0)
         for version, script in enumerate(steps[current:], start=current + 1):
             try:
-                await conn.executescript(f"BEGIN;\n{script}")
+                if isinstance(script, str):
+                    await conn.executescript(f"BEGIN;\n{script}")
+                else:
+                    await conn.execute("BEGIN")
+                    await script(conn)
                 await conn.execute(
                     "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
                     "ON CONFLICT(component) DO UPDATE SET version = excluded.version",

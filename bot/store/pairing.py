@@ -154,6 +154,19 @@ class PairingStore:
             await conn.execute("DELETE FROM pairing_requests WHERE code = ?", (request.code,))
         return user
 
+    async def admit(
+        self, channel: str, user_id: str, user_name: str, now: float | None = None
+    ) -> PairedUser:
+        """Admit someone without a pairing code (they sent the owner's link code)."""
+        user = PairedUser(channel, user_id, user_name, time.time() if now is None else now)
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO paired_users VALUES (?, ?, ?, ?) ON CONFLICT (channel, user_id) "
+                "DO NOTHING",
+                (user.channel, user.user_id, user.user_name, user.approved_at),
+            )
+        return user
+
     async def revoke(self, channel: str, user_id: str) -> bool:
         """Remove an admitted user; True if there was one."""
         async with self._db.write() as conn:

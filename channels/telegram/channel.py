@@ -49,7 +49,7 @@ MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the most the Bot API lets a bot downloa
 TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for about 5 s
 # Commands the core understands that are not in Telegram's command menu; a bare one
 # (without @botname) in a group still addresses the bot.
-TYPED_ONLY_COMMANDS = frozenset({"start", "approve"})
+TYPED_ONLY_COMMANDS = frozenset({"start", "approve", "link"})
 PRESS_DRAIN_S = 3.0  # how long a stopping channel lets button presses in flight finish
 
 
