@@ -63,7 +63,7 @@ def gone(pid: int) -> bool:
     """Whether ``pid`` is no longer running (a zombie waiting for its reaper counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # ESRCH: it exited while being read
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
