@@ -22,12 +22,13 @@ from tests.daemon_harness import daemon_from
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
 
-OWNER_TG, BEN, CARA = 7001, 7002, 7003
+OWNER_TG, BEN, CARA, DANA = 7001, 7002, 7003, 7004
 GROUP = -1005550001
 USERS = {
     OWNER_TG: FakeTelegram.user(OWNER_TG, "Olga", "olga"),
     BEN: FakeTelegram.user(BEN, "Ben", "ben"),
     CARA: FakeTelegram.user(CARA, "Cara", "cara"),
+    DANA: FakeTelegram.user(DANA, "Dana", "dana"),
 }
 FACT = "My car is a blue Golf, plate B-XY 123"
 
@@ -96,14 +97,18 @@ async def test_the_owner_is_remembered_across_runs_and_on_their_linked_telegram_
         assert "pairing code" in offered and len(llm.requests) == before  # a stranger so far
         linked = await ask(telegram, OWNER_TG, OWNER_TG, f"/link {code}")
         assert linked.startswith("Linked: this Telegram account now belongs to you, the owner.")
+        offered = await ask(telegram, DANA, DANA, "hello")  # Dana pairs, as people do
+        pairing = re.search(r"pairing code is ([A-Z2-9]{8})\b", offered)
+        assert pairing is not None, offered
+        await pinclaw(home, "pairing", "approve", pairing.group(1))
         llm.queue(Say("A blue Golf, plate B-XY 123."), Say("I don't know your car."))
         answer = await ask(telegram, OWNER_TG, OWNER_TG, "which car do I drive?")
         on_telegram = llm.requests[-1]
-        bens_answer = await ask(telegram, BEN, BEN, "which car do I drive?")
-        owners_code = llm.requests[-1]
-    assert answer == "A blue Golf, plate B-XY 123." and bens_answer == "I don't know your car."
+        danas_answer = await ask(telegram, DANA, DANA, "which car do I drive?")
+        for_dana = llm.requests[-1]
+    assert answer == "A blue Golf, plate B-XY 123." and danas_answer == "I don't know your car."
     assert FACT in on_telegram.view.system
-    assert FACT not in json.dumps(owners_code.body) and "B-XY" not in json.dumps(owners_code.body)
+    assert FACT not in json.dumps(for_dana.body) and "B-XY" not in json.dumps(for_dana.body)
     assert code not in json.dumps([r.body for r in llm.requests])  # the code never reached it
 
     people = blocks(await pinclaw(home, "people", "list"))
@@ -111,7 +116,7 @@ async def test_the_owner_is_remembered_across_runs_and_on_their_linked_telegram_
     assert owner.startswith("#1  owner  (owner)")
     assert "\n    terminal  (the terminal " in owner
     assert "\n    telegram:7001  Olga  (linked " in owner
-    assert "telegram:7002" in people["Ben"] and "telegram:7002" not in owner
+    assert "telegram:7004  (paired " in people["Dana"] and "telegram:7004" not in owner
     database = home / "state" / "pinclaw.db"
     with sqlite3.connect(database) as conn:
         stored = conn.execute("SELECT count(*) FROM inbound WHERE payload LIKE '%/link%'")
