@@ -142,7 +142,11 @@ def test_the_daemon_checks_the_database_and_recover_saves_what_can_be_read(
     home: Path, llm: FakeLLM, telegram: FakeTelegram
 ) -> None:
     database = fill_database(home, llm)
-    damage_pages(database, 30, 31, 60)
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'notes'").fetchone()
+    # Three of the notes table's leaf pages (page numbers count from 1, offsets from 0):
+    # where they are does not depend on how many tables PinClaw made before it.
+    damage_pages(database, root + 10, root + 11, root + 40)
     config = telegram_run_config(llm, telegram, owner=7001)
     daemon = DaemonProcess(home, config).start()
     code = daemon.proc.wait(timeout=30) if daemon.proc else None
