@@ -50,7 +50,8 @@ def daemon_config(
     }
     if security is not None:
         raw["security"] = security
-    return {**raw, **(tables or {})}
+    # The status endpoint is off unless a test asks for it, so daemons never share a port.
+    return {**raw, "web": {"listen": "off"}, **(tables or {})}
 
 
 @asynccontextmanager

@@ -131,13 +131,6 @@ def test_config_check(home: Path, tmp_path: Path) -> None:
     assert documented.returncode == 0, documented.stderr
 
 
-def test_run_without_channels_says_so(llm: FakeLLM, home: Path) -> None:
-    write_config(home, local_config(llm.url))
-    done = run(home, "run")
-    assert done.returncode == 2
-    assert "no chat channel is enabled" in one_line(done.stderr)
-
-
 def test_chat_reads_lines_until_end_of_input(llm: FakeLLM, home: Path) -> None:
     write_config(home, local_config(llm.url))
     llm.queue(Say("Nice to meet you, Ana."), Say("You are Ana."), Say("I don't know."))

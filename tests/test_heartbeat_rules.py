@@ -74,6 +74,9 @@ def test_active_hours_may_cross_midnight(spec: str, clock: str, active: bool) ->
         ("telegram:123", Target("chat", "telegram", "123", None, True)),
         ("telegram:-100123:7", Target("chat", "telegram", "-100123", "7", False)),
         ("slack:C0123", Target("chat", "slack", "C0123", None, True)),
+        ("log", Target("log")),
+        ("terminal:owner", Target("terminal")),
+        ("file:notes/plants.md", Target("file", path="notes/plants.md")),
     ],
 )
 def test_targets_are_read_from_text(text: str, target: Target) -> None:
@@ -83,5 +86,18 @@ def test_targets_are_read_from_text(text: str, target: Target) -> None:
 
 @pytest.mark.parametrize("text", ["", "telegram", ":123", "telegram:"])
 def test_an_unreadable_target_says_how_to_write_one(text: str) -> None:
-    with pytest.raises(UserError, match="use 'owner', 'none' or 'CHANNEL:CHAT_ID'"):
+    with pytest.raises(UserError, match="use 'owner', 'terminal:owner', 'log', 'file:PATH', "):
+        parse_target(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("terminal:ada", "the terminal target is 'terminal:owner'"),
+        ("file:", "a file target needs a path"),
+        ("file:  ", "a file target needs a path"),
+    ],
+)
+def test_terminal_and_file_targets_say_how_to_write_them(text: str, said: str) -> None:
+    with pytest.raises(UserError, match=said):
         parse_target(text)

@@ -1,8 +1,10 @@
 """The cron tools: the agent sets up, lists, removes and runs scheduled jobs.
 
-A job made in a chat delivers to that chat unless told otherwise. Turns started
-by a job or the heartbeat cannot make jobs, so nothing reschedules itself in a
-loop. A shell job is checked by the security policy now and again at each run.
+A job made in a chat delivers to that chat unless told otherwise (the owner,
+the owner's inbox in the terminal, the log, a file in the workspace, nowhere).
+Turns started by a job or the heartbeat cannot make jobs, so nothing
+reschedules itself in a loop. A shell job is checked by the security policy now
+and again at each run.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from bot.config.schedule import CronConfig
 from bot.core.conversation import ToolCall
 from bot.core.errors import ToolError, UserError
 from bot.core.tool_api import Assessment, Tool, ToolContext, tool
-from bot.cron.jobs import JobRequest, build_job, job_line, run_line
+from bot.cron.jobs import JobRequest, build_job, job_line, result_file, run_line
 from bot.cron.store import CronStore, Target
+from bot.security.paths import PathGuard
 from bot.security.policy import Decision
 
 Preflight = Callable[[ToolCall, ToolContext], Decision]
@@ -39,8 +42,10 @@ def cron_tools(
     zone: ZoneInfo,
     preflight: Preflight,
     run_now: RunNow,
+    files: PathGuard,
 ) -> list[Tool]:
-    """The four cron tools, bound to the daemon's store and scheduler."""
+    """The four cron tools, bound to the daemon's store and scheduler (``files`` judges
+    the paths of ``file`` targets)."""
 
     def assess_add(ctx: ToolContext, command: str | None = None, **_: object) -> Assessment:
         """A reminder is harmless; a scheduled command is rated like the command itself."""
@@ -70,9 +75,18 @@ def cron_tools(
             str | None, Field(description="A shell command to run instead of a prompt")
         ] = None,
         deliver_to: Annotated[
-            Literal["this_chat", "owner", "none"],
-            Field(description="Where the result goes; this_chat unless the user says so"),
+            Literal["this_chat", "owner", "terminal", "log", "file", "none"],
+            Field(description="Where the result goes; this_chat unless the user says so. "
+                  "owner: the owner's private chat (their terminal inbox if there is none); "
+                  "terminal: the owner's inbox, read in the terminal with `pinclaw inbox`; "
+                  "log: PinClaw's log; file: appended to file_path; none: only the job's "
+                  "history"),
         ] = "this_chat",
+        file_path: Annotated[
+            str | None,
+            Field(description="For deliver_to=file: a file in the workspace, e.g. "
+                  "'notes/plants.md'; each result is appended under a time heading"),
+        ] = None,
         session: Annotated[
             Literal["isolated", "chat"],
             Field(description="isolated: the job keeps its own history; chat: it runs in "
@@ -90,10 +104,7 @@ def cron_tools(
             raise ToolError("give either prompt or command (exactly one of them)")
         if len(await store.jobs()) >= settings.max_jobs:
             raise ToolError(f"there are already {settings.max_jobs} jobs (cron.max_jobs)")
-        target = Target("owner") if deliver_to == "owner" else Target("none")
-        if deliver_to == "this_chat":
-            s = ctx.session
-            target = Target("chat", s.channel, s.chat_id, s.thread_id, ctx.is_direct)
+        target = _target(ctx, deliver_to, file_path, files)
         request = JobRequest(
             name, schedule_kind, schedule, "shell" if command else "agent",
             command or prompt or "", target, session, None, timezone or ctx.timezone.key,
@@ -152,3 +163,20 @@ def cron_tools(
         return f"Job #{job_id} is running now; its output goes to its usual place."
 
     return [cron_add, cron_list, cron_remove, cron_run]
+
+
+def _target(ctx: ToolContext, deliver_to: str, file_path: str | None, files: PathGuard) -> Target:
+    """The target ``cron_add`` was asked for; ``ToolError`` for a file it may not use."""
+    if deliver_to == "this_chat":
+        s = ctx.session
+        return Target("chat", s.channel, s.chat_id, s.thread_id, ctx.is_direct)
+    if deliver_to != "file":
+        return Target(deliver_to)  # type: ignore[arg-type]
+    if not (file_path and file_path.strip()):
+        raise ToolError("deliver_to=file needs file_path, a file in the workspace")
+    target = Target("file", path=file_path.strip())
+    try:
+        result_file(target, files)
+    except UserError as exc:
+        raise ToolError(str(exc)) from None
+    return target

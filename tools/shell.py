@@ -57,15 +57,20 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     if "shell" in loaded.config.tools.disabled:
         return []
     config = security.config
+    layout = sandbox_layout(security)
+    sandbox = _sandbox(layout, config.shell_sandbox, os.environ.get(SOCKET_ENV, ""))
+    return shell_tools(security, sandbox)
+
+
+def sandbox_layout(security: SecurityKit) -> SandboxLayout:
+    """What a sandboxed command may write and must not see, by the kit's path guard."""
     guard = security.paths
-    layout = SandboxLayout(  # the forbidden places include PinClaw's own (security.kit)
+    return SandboxLayout(  # the forbidden places include PinClaw's own (security.kit)
         workspace=guard.workspace,
         writable=guard.roots[1:],
         hidden=tuple(Path(place) for place in guard.forbidden),
         home=guard.home,
     )
-    sandbox = _sandbox(layout, config.shell_sandbox, os.environ.get(SOCKET_ENV, ""))
-    return shell_tools(security, sandbox)
 
 
 @functools.cache

@@ -23,9 +23,11 @@ from bot.agent.history import HistoryStore, TurnRecord
 from bot.agent.history_trim import repair_history, trim_history
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor
+from bot.agent.usage_meter import UsageMeter
 from bot.config import AgentConfig
-from bot.core.conversation import ChatMessage, TextSink, ToolCall, Usage
+from bot.core.conversation import ChatMessage, Completion, TextSink, ToolCall, Usage
 from bot.core.messages import InboundMessage, SessionKey
+from bot.core.metrics import count_turn
 from bot.core.tool_api import ToolContext, ToolResult
 from bot.providers.base import Provider
 
@@ -87,8 +89,10 @@ class Agent:
         timezone: ZoneInfo,
         depth: int = 0,
         memory: TurnMemory | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
         self._memory = memory
+        self._usage = usage
         self._depth = depth
         self._provider = provider
         self._tools = tools
@@ -131,14 +135,14 @@ class Agent:
         history apart from the chat it answers in (``history_key``); ``origin``
         says who started it ("chat", "cron:NAME", "heartbeat").
         """
+        started = time.monotonic()
         discard = replayed and inbound_id is not None
         if discard and await self._history.discard_unfinished(inbound_id or 0):
             log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
         if session_id is None:
             session_id = await self._history.session_for(history_key or message.session)
-        over = await self._over_budget(message.sender_id)
-        if over:
-            return TurnResult(over, "budget", Usage(), 0, 0)
+        if refused := await self._refused(message.sender_id, started):
+            return refused
         remembered = await self._recall(message, session_id, origin)
         earlier = repair_history(await self._history.load(session_id))
         user = ChatMessage(role="user", content=message.text)
@@ -166,15 +170,7 @@ class Agent:
                 messages = trim_history(
                     [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
                 )
-                completion = await self._dispatch.complete(
-                    self._provider,
-                    system,
-                    messages,
-                    self._tools.specs(),
-                    max_tokens=self._model.max_tokens,
-                    temperature=self._model.temperature,
-                    on_text=on_text,
-                )
+                completion = await self._ask(system, messages, on_text, message, origin, turn_id)
                 usage += completion.usage
                 reply = ChatMessage("assistant", completion.text, completion.tool_calls)
                 if not completion.tool_calls:
@@ -200,6 +196,8 @@ class Agent:
             status = "interrupted"
             raise
         finally:
+            if not self._depth:  # a sub-agent's work is part of its caller's turn
+                count_turn(status, time.monotonic() - started)
             record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
             await asyncio.shield(self._history.end_turn(session_id, turn_id, record, last))
             log.info(
@@ -224,8 +222,51 @@ class Agent:
             await self._memory.observe(message, session_id)
         return (section,) if section else ()
 
+    async def _ask(
+        self,
+        system: str,
+        messages: list[ChatMessage],
+        on_text: TextSink | None,
+        message: InboundMessage,
+        origin: str,
+        turn_id: int,
+    ) -> Completion:
+        """One model round; the answered request is kept for ``pinclaw usage`` and budgets."""
+        completion = await self._dispatch.complete(
+            self._provider,
+            system,
+            messages,
+            self._tools.specs(),
+            max_tokens=self._model.max_tokens,
+            temperature=self._model.temperature,
+            on_text=on_text,
+        )
+        if self._usage is not None:
+            record = self._usage.record(
+                completion.provider or self._provider.label,
+                completion.usage,
+                chat=str(message.session),
+                sender=message.sender_id,
+                origin=origin,
+                turn_id=turn_id,
+            )
+            await asyncio.shield(record)  # the call was paid for, even if the turn is stopped
+        return completion
+
+    async def _refused(self, sender: str, started: float) -> TurnResult | None:
+        """The answer to a turn a budget stops before it calls the model, else None."""
+        over = await self._over_budget(sender)
+        if not over:
+            return None
+        if not self._depth:
+            count_turn("budget", time.monotonic() - started)
+        return TurnResult(over, "budget", Usage(), 0, 0)
+
     async def _over_budget(self, sender: str) -> str:
-        """A plain sentence when ``sender`` used up today's model budget, else ""."""
+        """A plain sentence when ``sender`` or the installation used up its model budget,
+        else ""."""
+        if self._usage is not None and (refusal := await self._usage.refusal()):
+            return refusal
         limit = self._model.tokens_per_day
         if limit <= 0:
             return ""

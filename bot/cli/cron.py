@@ -35,7 +35,9 @@ def add_cron_commands(
         "--to",
         default="owner",
         metavar="TARGET",
-        help="where output goes: owner (default), none, or CHANNEL:CHAT_ID[:THREAD]",
+        help="where output goes: owner (default; their private chat, else `pinclaw inbox`), "
+        "terminal:owner (`pinclaw inbox`), log, file:PATH (in the workspace), none, or "
+        "CHANNEL:CHAT_ID[:THREAD]",
     )
     add.add_argument("--session", choices=("isolated", "chat"), default="isolated")
     add.add_argument("--misfire", choices=("skip", "run_once"), help="default: cron.misfire")

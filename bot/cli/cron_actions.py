@@ -12,7 +12,16 @@ from bot.core.conversation import ToolCall
 from bot.core.errors import UsageError, UserError
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext
-from bot.cron.jobs import JobRequest, build_job, job_line, parse_target, run_line, schedule_of
+from bot.cron.jobs import (
+    JobRequest,
+    build_job,
+    job_line,
+    parse_target,
+    result_file,
+    result_files,
+    run_line,
+    schedule_of,
+)
 from bot.cron.schedule import next_run
 from bot.cron.store import CronStore
 from bot.daemon.app import App, open_app
@@ -101,6 +110,11 @@ class CronActions:
             raise
         except UserError as exc:
             raise UsageError(str(exc)) from None
+        if target.kind == "file":
+            try:
+                result_file(target, result_files(self._app.security.paths))
+            except UserError as exc:
+                raise UsageError(str(exc)) from None
         if args.command:
             self._check_command(args.command, target.channel or "cron", target.chat_id)
         job = await self._store.add(job)

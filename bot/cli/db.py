@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sqlite3
 import sys
 from pathlib import Path
@@ -58,22 +59,33 @@ def run_db(args: argparse.Namespace) -> int:
 
 
 def _check(path: Path) -> int:
-    from bot.store.db import check_findings, damaged_message, header_problem
+    from bot.store.db import damaged_message
 
-    if problem := header_problem(path):
+    if problem := integrity_problem(path):
         print(f"pinclaw: {damaged_message(path, problem)}", file=sys.stderr)
         return 1
+    print(f"{path}: OK (SQLite's integrity check found nothing wrong)")
+    return 0
+
+
+def integrity_problem(path: Path) -> str:
+    """What SQLite's full integrity check finds wrong with ``path`` ("" when it is sound).
+
+    It blocks (a large database on an SD card takes a while): ``pinclaw doctor``
+    runs it in a thread.
+    """
+    from bot.store.db import check_findings, header_problem
+
+    if problem := header_problem(path):
+        return problem
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        with contextlib.closing(
+            sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        ) as conn:
             found = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as exc:
-        print(f"pinclaw: {damaged_message(path, str(exc))}", file=sys.stderr)
-        return 1
-    if found == ["ok"]:
-        print(f"{path}: OK (SQLite's integrity check found nothing wrong)")
-        return 0
-    print(f"pinclaw: {damaged_message(path, check_findings(found))}", file=sys.stderr)
-    return 1
+        return str(exc)
+    return "" if found == ["ok"] else check_findings(found)
 
 
 def _backup(path: Path, target: Path, *, force: bool) -> int:

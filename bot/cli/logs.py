@@ -1,9 +1,29 @@
-"""Logging set-up: one format, to stderr, at a level chosen per command."""
+"""Logging set-up: the level, where the lines go, their format, and libraries' chatter.
+
+Every command logs to stderr: ``pinclaw agent`` and ``pinclaw chat`` only errors
+unless ``--log-level`` says otherwise. ``pinclaw run`` follows ``[general] log_level``
+and ``[daemon]``: with ``log_file`` set the whole log goes to that file, rotated by
+size, and stderr (the journal under systemd) keeps the warnings and errors;
+``log_format = "json"`` writes one JSON object per line instead of text.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import os
 import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bot.config import LoadedConfig
 
 LEVELS = {
     "debug": logging.DEBUG,
@@ -12,15 +32,135 @@ LEVELS = {
     "error": logging.ERROR,
 }
 
+# Libraries that report routine work at INFO: APScheduler's "Added job" and "Running
+# job", discord.py's gateway sessions, every HTTP request and access. Their warnings
+# still show; the rest only at debug.
+CHATTY = (
+    "apscheduler",
+    "discord",
+    "telegram",
+    "httpx",
+    "httpcore",
+    "slack_bolt",
+    "slack_sdk",
+    "aiohttp.access",
+)
 
-def setup_logging(level: str) -> None:
-    """Send log records at ``level`` and above to stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
-    )
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_DATES = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """Where the log is written and how it rotates: at ``max_bytes``, keeping ``backups``."""
+
+    path: Path
+    max_bytes: int
+    backups: int
+
+
+def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | None = None) -> None:
+    """Send records at ``level`` and above to stderr, or to ``log_file`` (stderr then
+    keeps warnings and up); ``OSError`` when the file cannot be opened."""
+    threshold = LEVELS.get(level, logging.INFO)
+    formatter = JsonLines() if json_lines else logging.Formatter(TEXT_FORMAT, TEXT_DATES)
+    handlers: list[logging.Handler] = []
+    if log_file is not None:
+        handlers.append(open_log_file(log_file))  # first: it raises before anything changes
+    stderr = logging.StreamHandler(sys.stderr)
+    handlers.append(stderr)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.setLevel(threshold)
+    if log_file is not None:
+        stderr.setLevel(max(threshold, logging.WARNING))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(LEVELS.get(level, logging.INFO))
-    # httpx logs every request at INFO; that is noise next to PinClaw's own lines.
-    logging.getLogger("httpx").setLevel(max(root.level, logging.WARNING))
+    for old in root.handlers:
+        if isinstance(old, PrivateRotatingFileHandler):  # ours; any other is not ours to close
+            old.close()
+    root.handlers[:] = handlers
+    root.setLevel(threshold)
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if threshold <= logging.DEBUG else max(threshold, logging.WARNING)
+        )
+
+
+def setup_daemon_logging(loaded: LoadedConfig, level: str | None = None) -> Path | None:
+    """``pinclaw run``'s logging from the config (``level`` overrides ``[general]``); the
+    log file in use, if any. ``ConfigError`` naming ``daemon.log_file`` if it cannot be written."""
+    daemon = loaded.config.daemon
+    path = loaded.data_dir / Path(daemon.log_file).expanduser() if daemon.log_file else None
+    target = LogFile(path, daemon.log_max_bytes, daemon.log_backups) if path else None
+    try:
+        setup_logging(
+            level or loaded.config.general.log_level,
+            json_lines=daemon.log_format == "json",
+            log_file=target,
+        )
+    except OSError as exc:
+        raise ConfigError(
+            f"daemon.log_file: cannot write the log to {path}: {exc.strerror or exc}"
+        ) from None
+    if path is not None:
+        print(f"pinclaw: logging to {path}; warnings and errors show here too", file=sys.stderr)
+    return path
+
+
+class PrivateRotatingFileHandler(RotatingFileHandler):
+    """Rotates by size; every file it creates is readable by its owner only (0600)."""
+
+    def _open(self) -> Any:
+        return open(  # the handler owns the stream and closes it
+            self.baseFilename,
+            self.mode,
+            encoding=self.encoding,
+            errors=self.errors,
+            opener=_private,
+        )
+
+
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
+def open_log_file(target: LogFile) -> logging.Handler:
+    """A rotating handler on ``target``, its folder created (0700) if missing."""
+    target.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return PrivateRotatingFileHandler(
+        target.path, maxBytes=target.max_bytes, backupCount=target.backups, encoding="utf-8"
+    )
+
+
+# What every LogRecord has; anything else on a record came through ``extra=``.
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per record: time (ISO 8601, UTC), level, logger, message,
+    the exception when there is one, and the record's simple ``extra`` values."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key in _RECORD_FIELDS or key in line or key.startswith("_"):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                line[key] = str(value)
+            elif value is None or isinstance(value, str | int | float | bool):
+                line[key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exception"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, ensure_ascii=False)

@@ -20,13 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
+from bot.cli.completion import add_completion_commands, complete
 from bot.cli.cron import add_cron_commands
 from bot.cli.db import add_db_commands
+from bot.cli.doctor import add_doctor_commands
 from bot.cli.hardware import add_hardware_commands
+from bot.cli.inbox import add_inbox_commands
 from bot.cli.memory import add_memory_commands
 from bot.cli.people import add_people_commands
 from bot.cli.service import add_service_commands
 from bot.cli.sessions import add_sessions_commands
+from bot.cli.status import add_status_commands
+from bot.cli.usage import add_usage_commands
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -41,6 +46,7 @@ def entry() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``pinclaw`` command line; the exit code."""
     parser = build_parser()
+    complete(parser)  # answers the shell and exits when asked for completions
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:  # bare `pinclaw`: say what there is
         parser.print_help()
@@ -119,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for add in (
         _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
+        add_inbox_commands,
         add_memory_commands, add_people_commands, add_sessions_commands, add_hardware_commands,
-        _files, add_db_commands, add_service_commands,
+        _files, add_db_commands, add_service_commands, add_status_commands, add_doctor_commands,
+        add_completion_commands, add_usage_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser
@@ -139,7 +147,9 @@ def _talking(sub: Subparsers[argparse.ArgumentParser], common: argparse.Argument
     chat = sub.add_parser("chat", parents=[common], help="chat with the agent in the terminal")
     chat.add_argument("--session", metavar="NAME", default="chat", help="conversation name")
     chat.set_defaults(handler=_chat)
-    run = sub.add_parser("run", parents=[common], help="run the daemon with its chat channels")
+    run = sub.add_parser(
+        "run", parents=[common], help="run the daemon: chat channels, scheduled jobs, heartbeat"
+    )
     run.set_defaults(handler=_run)
 
 
@@ -249,7 +259,7 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bot.cli.logs import setup_logging
+    from bot.cli.logs import setup_daemon_logging
     from bot.config import load_config
     from bot.daemon.main import run_daemon
     from bot.daemon.run_lock import data_dir_lock
@@ -257,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
     loaded = load_config(_config_arg(args))
     with data_dir_lock(loaded.data_dir):
         _sealed(loaded)
-        setup_logging(getattr(args, "log_level", None) or loaded.config.general.log_level)
+        setup_daemon_logging(loaded, getattr(args, "log_level", None))
         return asyncio.run(run_daemon(loaded))
 
 

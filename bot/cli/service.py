@@ -241,13 +241,17 @@ def status(target: Target) -> int:
         raise UserError(f"could not run {command[0]} ({exc.strerror or exc})") from None
 
 
+def installed_target() -> Target | None:
+    """Where the daemon's unit is installed (the user's manager first), or None."""
+    targets = [Target(user_scope, _default_dir(user_scope)) for user_scope in (True, False)]
+    return next((t for t in targets if t.unit_path.exists()), None)
+
+
 def _installed(scope: str | None, unit_dir: Path | None) -> Target:
     """The scope asked for; else the one where a unit is installed (user first); else
     the default scope (system for root)."""
-    if scope is None and unit_dir is None:
-        targets = [Target(user_scope, _default_dir(user_scope)) for user_scope in (True, False)]
-        if found := [t for t in targets if t.unit_path.exists()]:
-            return found[0]
+    if scope is None and unit_dir is None and (found := installed_target()):
+        return found
     return _scoped(scope, unit_dir)
 
 

@@ -1,15 +1,20 @@
 """The terminal commands: ``pinclaw agent -m`` (one turn) and ``pinclaw chat`` (a REPL).
 
 Both run the same agent loop as the daemon; ``chat`` goes through the router
-with the terminal as its channel, exactly as a Telegram chat would.
+with the terminal as its channel, exactly as a Telegram chat would. While the
+model is retried, ``chat`` says so on stderr in one short line per retry.
 """
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import logging
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
 from bot.approvals.approvers import Approvers
 from bot.config import LoadedConfig
@@ -18,7 +23,9 @@ from bot.core.messages import InboundMessage, clean_text, too_long
 from bot.daemon.app import open_app
 from bot.daemon.approvals import approval_service
 from bot.daemon.router import Router, describe_chat
+from bot.providers.http import RETRY_LOGGER, retry_notice
 from bot.store.inbound import InboundStore
+from bot.store.owner_inbox import OwnerInbox
 
 
 async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:
@@ -66,9 +73,11 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
                 f"PinClaw chat with {loaded.config.provider.label}. "
                 "/help for commands, /quit or Ctrl-D to leave."
             )
+        await _mention_inbox(OwnerInbox(app.db))
         try:
-            await channel.run(router)
-            await router.drain()
+            with retry_notices(sys.stderr):
+                await channel.run(router)
+                await router.drain()
         except asyncio.CancelledError:  # Ctrl-C: stop the turn in progress, then leave
             await router.shutdown(0)
             raise
@@ -77,9 +86,53 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
     return 0
 
 
+async def _mention_inbox(inbox: OwnerInbox) -> None:
+    """Say how many messages wait in the owner's inbox, if any do."""
+    await inbox.setup()
+    unread = await inbox.count_unread()
+    if unread:
+        print(
+            f"You have {unread} unread message{'' if unread == 1 else 's'} in your inbox: "
+            "pinclaw inbox"
+        )
+
+
 def login_name() -> str:
     """The name of the person at the terminal."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return "owner"
+
+
+class RetryNotices(logging.Handler):
+    """Shows each retry of the model as one short line, without the log's details."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(logging.WARNING)
+        self._stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write the line if ``record`` announces a retry."""
+        notice = retry_notice(record)
+        if notice is None:
+            return
+        what = "model busy" if notice.reason == "rate_limited" else "model unreachable"
+        self._stream.write(f"{what}, retrying ({notice.attempt}/{notice.max_retries})…\n")
+        self._stream.flush()
+
+
+@contextmanager
+def retry_notices(stream: TextIO) -> Iterator[None]:
+    """Show the model's retries on ``stream`` while inside; the log's level is not changed
+    (its handlers keep their own level), only the retry warnings are let through to here."""
+    logger = logging.getLogger(RETRY_LOGGER)
+    handler, level = RetryNotices(stream), logger.level
+    if logger.getEffectiveLevel() > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

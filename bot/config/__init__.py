@@ -24,6 +24,8 @@ from bot.config.hardware import HardwareConfig, HomeAssistantConfig
 from bot.config.memory import MemoryConfig
 from bot.config.schedule import CronConfig, HeartbeatConfig
 from bot.config.security import SecurityConfig
+from bot.config.usage import UsageConfig
+from bot.config.web import WebConfig
 from bot.core.errors import ConfigError
 
 CONFIG_ENV = "PINCLAW_CONFIG"
@@ -124,13 +126,17 @@ class ToolsConfig(Section):
 
 
 class DaemonConfig(Section):
-    """How ``pinclaw run`` schedules turns and survives restarts."""
+    """How ``pinclaw run`` schedules turns, survives restarts and writes its log."""
 
     max_concurrent_turns: int = Field(default=4, ge=1, le=64)
     busy_mode: Literal["queue", "collect"] = "queue"
     max_message_age_s: float = Field(default=3600.0, ge=0)
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     max_message_bytes: int = Field(default=16384, ge=0)
+    log_file: str = ""  # "" = stderr only; relative to the data dir
+    log_format: Literal["text", "json"] = "text"
+    log_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+    log_backups: int = Field(default=3, ge=1, le=100)
 
 
 class Config(Section):
@@ -147,6 +153,8 @@ class Config(Section):
     memory: MemoryConfig = MemoryConfig()
     hardware: HardwareConfig = HardwareConfig()
     home_assistant: HomeAssistantConfig = HomeAssistantConfig()
+    web: WebConfig = WebConfig()
+    usage: UsageConfig = UsageConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

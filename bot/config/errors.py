@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import json
+import re
 import types
 import typing
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 _TOML_NOUNS = {
     str: "string",
@@ -49,13 +53,15 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel], prefi
 
 
 def key_path(loc: tuple[int | str, ...]) -> str:
-    """Render a pydantic location as ``a.b[0].c``."""
+    """Render a pydantic location as ``a.b[0].c``; a key that is not a bare TOML key
+    is quoted as TOML quotes it (``usage.prices."ollama:llama3.2".input_per_million``)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
+            out += f".{name}" if out else name
     return out or "(top level)"
 
 
@@ -105,19 +111,24 @@ def _allowed_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str
 def _allowed_model(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The config table model found at ``loc``, if the path leads to one."""
     model: type[BaseModel] | None = root
+    named = False  # the last field was a table of tables ([usage.prices.NAME]): skip NAME
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or named:
+            named = False
             continue
         field = model.model_fields.get(part) if model else None
         if field is None:
             return None
         model = _inner_model(field.annotation)
+        named = get_origin(field.annotation) is dict
     return model
 
 
 def _inner_model(annotation: Any) -> type[BaseModel] | None:
     if _is_model(annotation):
         return typing.cast(type[BaseModel], annotation)
+    if get_origin(annotation) is dict:
+        return _inner_model(get_args(annotation)[1])
     if get_origin(annotation) in (list, types.UnionType, typing.Union):
         for arg in get_args(annotation):
             found = _inner_model(arg)

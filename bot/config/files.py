@@ -67,11 +67,14 @@ def check_paths(data_dir: Path, config: Any, where: str = "general.data_dir") ->
     if data_dir.is_dir():
         _folder(workspace, f"{where} (its workspace folder)")
     own = {workspace: "its workspace folder", data_dir / "pinclaw.db": "its database"}
-    for key, name, base in (
+    named = [
         ("agent.identity_file", config.agent.identity_file, workspace),
         ("memory.snapshot_file", config.memory.snapshot_file, workspace),
         ("security.audit_log", config.security.audit_log, data_dir),
-    ):
+    ]
+    if config.daemon.log_file:
+        named.append(("daemon.log_file", config.daemon.log_file, data_dir))
+    for key, name, base in named:
         path = base / Path(name).expanduser()
         if taken := own.get(Path(os.path.normpath(path))):
             raise ConfigError(f"{key}: {path} is PinClaw's own {taken.removeprefix('its ')}")

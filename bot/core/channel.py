@@ -22,6 +22,7 @@ from bot.core.chat_commands import CommandInfo
 from bot.core.conversation import TextSink
 from bot.core.errors import PinclawError
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.metrics import count_reconnect
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ class ChannelStatus:
         """Record a lost connection and why."""
         if self.state == "connected":
             log.warning("%s disconnected: %s", self.name, reason)
+            count_reconnect(self.name)
         self.state, self.since, self.detail = "reconnecting", time.time(), reason
         self._up.clear()
 

@@ -1,15 +1,18 @@
 """Which chat channels exist, by name: the only place the core learns of platforms.
 
-Settings models and adapters are loaded by name, so a channel that is not
-enabled never has its library imported.
+Settings models, adapters and credential checks (``pinclaw doctor``) are
+loaded by name, so a channel that is not enabled never has its library imported.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from bot.core.channel_check import CheckCredentials
 
 CHANNELS: dict[str, tuple[str, str]] = {
     "telegram": (
@@ -33,6 +36,14 @@ def settings_model(name: str) -> type[BaseModel]:
 def adapter_class(name: str) -> Any:
     """The adapter class of channel ``name``; importing it loads the platform's library."""
     return _load(CHANNELS[name][1])
+
+
+def credential_check(name: str) -> CheckCredentials:
+    """The credential check of channel ``name`` (``channels.NAME.check``); loads its library."""
+    if name not in CHANNELS:
+        raise KeyError(name)
+    check: CheckCredentials = _load(f"channels.{name}.check:check_credentials")
+    return check
 
 
 def _load(target: str) -> Any:

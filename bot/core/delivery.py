@@ -38,6 +38,7 @@ from bot.core.channel import DeliveryError
 
 # The splitter must read fences and markup exactly as the renderer does.
 from bot.core.markdown import BULLET, FENCE_OPEN, HEADING, INLINE, closes_fence
+from bot.core.metrics import count_delivery_retry
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +272,7 @@ async def send_with_retries(
                     0.8, 1.2
                 )
             log.warning("sending %s failed (%s); retry %d in %.1f s", what, reason, number, delay)
+            count_delivery_retry()
             await sleep(delay)
     raise AssertionError("unreachable")
 

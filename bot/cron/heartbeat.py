@@ -4,7 +4,9 @@ It is built to stay quiet. With no tasks in the file no model call is made; a
 reply that begins or ends with ``HEARTBEAT_OK`` is not sent; outside the active
 hours a tick is skipped, not queued; and a tick that finds its chat busy with a
 person's turn skips rather than interrupts. The heartbeat keeps a history of
-its own; what it does send is also written into the chat it was sent to.
+its own; what it does send is also written into the chat it was sent to. Its
+findings go to the owner (their private chat, else their inbox) unless
+``heartbeat.target`` names another place.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.config.schedule import HeartbeatConfig
+from bot.core.channel import ChatTarget
 from bot.core.errors import UserError
 from bot.core.messages import InboundMessage, SessionKey
 from bot.cron.jobs import parse_target
@@ -118,11 +121,12 @@ class Heartbeat:
             chat = await self._outbox.resolve(self._target)
         except UserError as exc:
             return _said(f"skipped: {exc}")
-        if chat is None:
+        if self._target.kind == "none":
             return _said("skipped: the target is none")
+        where = chat or ChatTarget(HISTORY.channel, HISTORY.chat_id)  # no chat: one of its own
         message = InboundMessage(
-            chat.channel, chat.chat_id, "heartbeat", _prompt(tasks), "heartbeat",
-            thread_id=chat.thread_id,
+            where.channel, where.chat_id, "heartbeat", _prompt(tasks), "heartbeat",
+            thread_id=where.thread_id,
         )  # fmt: skip
         if self._router.busy(message.session):
             return _said("skipped: the chat is busy with a turn")
@@ -133,8 +137,14 @@ class Heartbeat:
             return _said(f"failed: {result.text}")
         if is_quiet(result.text):
             return _said("all well (HEARTBEAT_OK); nothing sent")
-        await self._outbox.send(chat, result.text.strip(), "[Heartbeat check]")
-        return _said("sent a message")
+        try:
+            sent_to = await self._outbox.deliver(
+                self._target, chat, result.text.strip(), source="heartbeat",
+                note="[Heartbeat check]",
+            )  # fmt: skip
+        except UserError as exc:
+            return _said(f"failed: {exc}")
+        return _said(f"sent a message to {sent_to}")
 
 
 _CONTEXT = (

@@ -9,13 +9,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.config.schedule import CronConfig
 from bot.core.durations import format_duration
-from bot.core.errors import UserError
+from bot.core.errors import ToolError, UserError
 from bot.cron.schedule import Schedule, describe, next_run, parse_schedule
 from bot.cron.store import Action, CronJob, JobRun, Misfire, SessionMode, Target
+from bot.security.paths import PathGuard
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,19 +87,46 @@ def build_job(
     )
 
 
+TARGETS_HELP = (
+    "'owner', 'terminal:owner', 'log', 'file:PATH', 'none' or 'CHANNEL:CHAT_ID' such as "
+    "'telegram:123456789'"
+)
+
+
 def parse_target(text: str) -> Target:
-    """'owner', 'none', or 'CHANNEL:CHAT[:THREAD]' as a target."""
+    """A delivery target from its written form (``TARGETS_HELP`` lists them)."""
     text = text.strip()
-    if text in ("owner", "none"):
+    if text in ("owner", "none", "log"):
         return Target(text)  # type: ignore[arg-type]
     channel, _, rest = text.partition(":")
+    if channel == "terminal":
+        if rest.strip() != "owner":
+            raise UserError(
+                f"{text!r} is not a delivery target; the terminal target is 'terminal:owner' "
+                "(the owner's inbox, read with `pinclaw inbox`)"
+            )
+        return Target("terminal")
+    if channel == "file":
+        if not rest.strip():
+            raise UserError("a file target needs a path, e.g. 'file:notes/reminders.md'")
+        return Target("file", path=rest.strip())
     chat, _, thread = rest.partition(":")
     if not channel or not chat:
-        raise UserError(
-            f"{text!r} is not a delivery target; use 'owner', 'none' or "
-            "'CHANNEL:CHAT_ID' such as 'telegram:123456789'"
-        )
+        raise UserError(f"{text!r} is not a delivery target; use {TARGETS_HELP}")
     return Target("chat", channel, chat, thread or None, is_direct=not chat.startswith("-"))
+
+
+def result_files(paths: PathGuard) -> PathGuard:
+    """The guard for ``file:`` targets: the workspace only, minus the forbidden places."""
+    return PathGuard(paths.workspace, forbidden=paths.forbidden, home=paths.home)
+
+
+def result_file(target: Target, files: PathGuard) -> Path:
+    """The file a ``file:`` target appends to; ``UserError`` if it is not in the workspace."""
+    try:
+        return files.check(target.path)
+    except ToolError as exc:  # PathRefused too: outside, forbidden, unusable
+        raise UserError(f"{target} cannot receive results: {exc}") from None
 
 
 def when(timestamp: float | None, zone: ZoneInfo) -> str:
@@ -126,5 +155,8 @@ def run_line(run: JobRun, zone: ZoneInfo) -> str:
     if run.ended_at is not None and run.status not in ("skipped",):
         took = f" ({format_duration(max(run.ended_at - run.started_at, 0))})"
     planned = f" (due {when(run.scheduled_for, zone)})" if run.scheduled_for else ""
+    to = f", to {run.delivered_to}" if run.delivered_to else ""
     summary = f": {run.summary}" if run.summary else ""
-    return f"{when(run.started_at, zone)} job #{run.job_id} {run.status}{took}{planned}{summary}"
+    return (
+        f"{when(run.started_at, zone)} job #{run.job_id} {run.status}{took}{planned}{to}{summary}"
+    )

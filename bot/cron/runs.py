@@ -5,12 +5,15 @@ turn behind the chat's own messages, and its tool calls meet the same policy,
 approvals and limits), either in the chat's own history or in a history of its
 own. A shell job runs through the policy gate again at run time, whatever was
 checked when it was created. A reply of exactly ``NO_REPLY`` is not delivered.
+A job whose target is not a chat (the log, a file, the owner's inbox, nowhere)
+runs in a chat of its own, ``cron:job-ID``.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
@@ -48,8 +51,17 @@ class TurnRunner(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run went, for the history: its status, what came out, where that went."""
+
+    status: RunStatus
+    summary: str
+    delivered_to: str = ""
+
+
 class JobRunner:
-    """Runs a job once and says how it went: a status and a summary for the history."""
+    """Runs a job once and says how it went, for the history."""
 
     def __init__(
         self,
@@ -66,7 +78,7 @@ class JobRunner:
         self._workspace = workspace
         self._zone = zone
 
-    async def run(self, job: CronJob) -> tuple[RunStatus, str]:
+    async def run(self, job: CronJob) -> RunOutcome:
         """Run ``job``; ``UserError`` (a plain reason) when it failed."""
         chat = await self._outbox.resolve(job.target)
         if chat is not None:
@@ -77,12 +89,12 @@ class JobRunner:
         else:
             text = await self._turn(job, message)
         if text.strip() == NO_REPLY:
-            return "quiet", "replied NO_REPLY; nothing was sent"
-        if chat is None:
-            return "ok", text
+            return RunOutcome("quiet", "replied NO_REPLY; nothing was sent")
         note = f"[Scheduled job #{job.id} '{job.name}' sent this message]"
-        await self._outbox.send(chat, text, note)
-        return "ok", text
+        where = await self._outbox.deliver(
+            job.target, chat, text, source=f"cron:{job.name}", note=note
+        )
+        return RunOutcome("ok", text, where)
 
     async def _turn(self, job: CronJob, message: InboundMessage) -> str:
         history = None if job.session_mode == "chat" else SessionKey("cron", f"job-{job.id}")
@@ -138,7 +150,10 @@ def _message(job: CronJob, chat: ChatTarget | None) -> InboundMessage:
 def _context(job: CronJob) -> str:
     where = {
         "none": "Your reply is only recorded in the job's history, not sent.",
-        "owner": "Your reply will be sent to the owner's private chat.",
+        "owner": "Your reply will be sent to the owner.",
+        "terminal": "Your reply will be kept for the owner to read in the terminal.",
+        "log": "Your reply will be written to PinClaw's log.",
+        "file": f"Your reply will be added to the file {job.target.path} in the workspace.",
     }.get(job.target.kind, "Your reply will be sent to the chat the job belongs to.")
     return (
         f"This turn was started by the scheduled job '{job.name}' that "

@@ -232,8 +232,10 @@ class CronService:
         run_id = await self._store.start_run(job.id, scheduled_for)
         log.info("job #%d %r runs (%s)", job.id, job.name, why)
         status: RunStatus = "failed"
+        delivered_to = ""
         try:
-            status, summary = await self._runner.run(job)
+            outcome = await self._runner.run(job)
+            status, summary, delivered_to = outcome.status, outcome.summary, outcome.delivered_to
         except asyncio.CancelledError:
             await asyncio.shield(
                 self._store.finish_run(run_id, "interrupted", "stopped before it finished")
@@ -245,7 +247,10 @@ class CronService:
             summary = f"something went wrong (error id {log_bug(log, f'job #{job.id}', exc)})"
         finally:
             self._running.discard(job.id)
-        await self._store.finish_run(run_id, status, summary)
+        await self._store.finish_run(run_id, status, summary, delivered_to)
+        if status != "failed":  # failures are logged with their reason below
+            to = f", to {delivered_to}" if delivered_to else ""
+            log.info("job #%d %r finished: %s%s", job.id, job.name, status, to)
         await self._after(job, status, summary, scheduled_for is None and why != "catch-up")
 
     async def _after(self, job: CronJob, status: RunStatus, summary: str, extra: bool) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
+from bot.core.metrics import count_cron_run
 from bot.store.db import Database
 
 Action = Literal["agent", "shell"]
@@ -20,6 +21,7 @@ SessionMode = Literal["chat", "isolated"]
 State = Literal["active", "paused", "done"]
 Misfire = Literal["skip", "run_once"]
 RunStatus = Literal["running", "ok", "quiet", "failed", "skipped", "interrupted"]
+TargetKind = Literal["chat", "owner", "none", "log", "file", "terminal"]
 
 MIGRATIONS = [
     """
@@ -61,30 +63,42 @@ MIGRATIONS = [
     CREATE TABLE cron_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
     INSERT INTO cron_meta (id, version) VALUES (1, 0);
     """,
+    # Targets without a chat (a file in the workspace), and where each run's result went.
+    """
+    ALTER TABLE cron_jobs ADD COLUMN target_path TEXT NOT NULL DEFAULT '';
+    ALTER TABLE cron_runs ADD COLUMN delivered_to TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 _JOB_COLUMNS = (
     "id, name, schedule_kind, schedule_expr, timezone, anchor, action, payload, session_mode, "
     "target_kind, target_channel, target_chat, target_thread, target_direct, creator_id, "
     "creator_name, "
-    "created_at, misfire, state, next_run, last_run, failures, run_requested"
+    "created_at, misfire, state, next_run, last_run, failures, run_requested, target_path"
 )
-_RUN_COLUMNS = "id, job_id, scheduled_for, started_at, ended_at, status, summary"
+_RUN_COLUMNS = "id, job_id, scheduled_for, started_at, ended_at, status, summary, delivered_to"
 _SUMMARY_CHARS = 500
 RUNS_KEPT = 100  # per job: enough history to see a pattern, never an ever-growing table
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where a job's output goes: a chat, the owner's private chat, or nowhere."""
+    """Where a job's output goes: a chat, the owner (their private chat, else their
+    inbox), the owner's inbox in the terminal, the daemon's log, a file in the
+    workspace, or nowhere."""
 
-    kind: Literal["chat", "owner", "none"]
+    kind: TargetKind
     channel: str = ""
     chat_id: str = ""
     thread_id: str | None = None
     is_direct: bool = True
+    path: str = ""
 
     def __str__(self) -> str:
+        if self.kind == "terminal":
+            return "terminal:owner"
+        if self.kind == "file":
+            return f"file:{self.path}"
         if self.kind != "chat":
             return self.kind
         thread = f":{self.thread_id}" if self.thread_id else ""
@@ -127,6 +141,7 @@ class JobRun:
     ended_at: float | None
     status: RunStatus
     summary: str
+    delivered_to: str = ""
 
 
 class CronStore:
@@ -201,13 +216,17 @@ class CronStore:
             )
         return int(cursor.lastrowid or 0)
 
-    async def finish_run(self, run_id: int, status: RunStatus, summary: str) -> None:
-        """Record how a run ended."""
+    async def finish_run(
+        self, run_id: int, status: RunStatus, summary: str, delivered_to: str = ""
+    ) -> None:
+        """Record how a run ended and where its result went (and count it for ``/metrics``)."""
         async with self._db.write() as conn:
             await conn.execute(
-                "UPDATE cron_runs SET ended_at = ?, status = ?, summary = ? WHERE id = ?",
-                (time.time(), status, _short(summary), run_id),
+                "UPDATE cron_runs SET ended_at = ?, status = ?, summary = ?, delivered_to = ? "
+                "WHERE id = ?",
+                (time.time(), status, _short(summary), delivered_to, run_id),
             )
+        count_cron_run(status)
 
     async def note_run(
         self, job_id: int, scheduled_for: float | None, status: RunStatus, summary: str
@@ -220,6 +239,7 @@ class CronStore:
                 "summary) VALUES (?, ?, ?, ?, ?, ?)",
                 (job_id, scheduled_for, now, now, status, _short(summary)),
             )
+        count_cron_run(status)
 
     async def interrupt_running(self) -> int:
         """Mark runs left "running" by a stop or crash as interrupted; returns how many."""
@@ -267,7 +287,7 @@ def _job_row(job: CronJob) -> tuple[object, ...]:
         job.action, job.payload, job.session_mode, t.kind, t.channel, t.chat_id, t.thread_id,
         int(t.is_direct),
         job.creator_id, job.creator_name, job.created_at, job.misfire, job.state,
-        job.next_run, job.last_run, job.failures, int(job.run_requested),
+        job.next_run, job.last_run, job.failures, int(job.run_requested), t.path,
     )  # fmt: skip
 
 
@@ -275,7 +295,7 @@ def _job(row: Any) -> CronJob:
     return CronJob(
         id=row[0], name=row[1], schedule_kind=row[2], schedule_expr=row[3], timezone=row[4],
         anchor=row[5], action=row[6], payload=row[7], session_mode=row[8],
-        target=Target(row[9], row[10], row[11], row[12], bool(row[13])),
+        target=Target(row[9], row[10], row[11], row[12], bool(row[13]), row[23]),
         creator_id=row[14], creator_name=row[15], created_at=row[16], misfire=row[17],
         state=row[18], next_run=row[19], last_run=row[20], failures=row[21],
         run_requested=bool(row[22]),

@@ -21,6 +21,7 @@ from bot.agent.history import HistoryStore
 from bot.agent.loop import Agent, ModelSettings
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor, ToolRegistry, build_registry
+from bot.agent.usage_meter import UsageMeter
 from bot.config import LoadedConfig, SubAgentConfig
 from bot.core.tls import shared_ssl_context
 from bot.memory.service import MemoryService
@@ -32,6 +33,7 @@ from bot.security.kit import SecurityKit, build_security
 from bot.security.redact import RedactingFilter, Redactor
 from bot.store.db import Check, Database
 from bot.store.people import PeopleStore
+from bot.store.usage import UsageStore
 from tools.delegate import AgentFactory, build_delegate
 from tools.memory import memory_tools
 
@@ -54,6 +56,7 @@ class App:
     agent: Agent
     people: PeopleStore
     memory: MemoryService | None = None
+    usage: UsageStore | None = None
 
 
 @asynccontextmanager
@@ -81,6 +84,9 @@ async def open_app(
         await history.setup()
         people = PeopleStore(db)
         await people.setup()
+        usage = UsageStore(db, loaded.timezone())
+        await usage.setup()
+        meter = UsageMeter(usage, config.usage)
         memory = await open_memory(db, loaded, client, fresh=fresh)
         if memory is not None:
             stack.push_async_callback(memory.stop)
@@ -103,7 +109,7 @@ async def open_app(
             config.agents,
             executor=gate,
             history=history,
-            make_agent=_sub_agents(loaded, client, provider, history, notes),
+            make_agent=_sub_agents(loaded, client, provider, history, notes, meter),
             max_depth=config.agent.max_delegation_depth,
         )
         if delegate is not None and "delegate" not in config.tools.disabled:
@@ -127,8 +133,9 @@ async def open_app(
             workspace=loaded.workspace,
             timezone=loaded.timezone(),
             memory=memory,
+            usage=meter,
         )
-        yield App(loaded, db, history, tools, gate, security, agent, people, memory)
+        yield App(loaded, db, history, tools, gate, security, agent, people, memory, usage)
 
 
 def _sub_agents(
@@ -137,6 +144,7 @@ def _sub_agents(
     main: Provider,
     history: HistoryStore,
     notes: tuple[str, ...],
+    meter: UsageMeter,
 ) -> AgentFactory:
     """Builds sub-agents for ``delegate``: their own prompt and provider, shared history."""
     config = loaded.config
@@ -168,6 +176,7 @@ def _sub_agents(
             workspace=loaded.workspace,
             timezone=loaded.timezone(),
             depth=depth,
+            usage=meter,
         )
 
     return make

@@ -16,13 +16,16 @@ from bot.approvals.approvers import Approvers
 from bot.config import LoadedConfig, resolve_timezone
 from bot.core.channel import Channel
 from bot.core.durations import parse_duration
-from bot.core.errors import log_bug
+from bot.core.errors import ConfigError, UserError, log_bug
 from bot.cron.heartbeat import Heartbeat
+from bot.cron.jobs import parse_target, result_file, result_files
 from bot.cron.outbox import Outbox
 from bot.cron.runs import JobRunner
 from bot.cron.service import CronService
 from bot.cron.store import CronStore
 from bot.daemon.app import App
+from bot.security.paths import PathGuard
+from bot.store.owner_inbox import OwnerInbox
 from tools.cron import cron_tools
 
 if TYPE_CHECKING:
@@ -111,7 +114,17 @@ async def scheduling(
     """Build the scheduler, the job service and tools (unless disabled) and the heartbeat."""
     config = loaded.config
     zone = resolve_timezone(config.cron.timezone or config.general.timezone)
-    outbox = Outbox(channels=channels, approvers=approvers, agent=app.agent)
+    inbox = OwnerInbox(app.db)
+    await inbox.setup()
+    files = result_files(app.security.paths)
+    outbox = Outbox(
+        channels=channels,
+        approvers=approvers,
+        agent=app.agent,
+        inbox=inbox,
+        files=files,
+        zone=zone,
+    )
     scheduler = AsyncIOScheduler(timezone=UTC)
     service = None
     if config.cron.enabled:
@@ -130,6 +143,7 @@ async def scheduling(
             zone=zone,
             preflight=app.gate.preflight,
             run_now=service.run_now,
+            files=files,
         ):
             if tool.name not in disabled:
                 app.tools.add(tool)
@@ -137,6 +151,7 @@ async def scheduling(
     seconds = 0.0 if interval in ("", "0") else parse_duration(interval).total_seconds()
     heartbeat = None
     if seconds:
+        _check_heartbeat_target(config.heartbeat.target, files)
         heartbeat = Heartbeat(
             settings=config.heartbeat,
             router=router,
@@ -149,3 +164,13 @@ async def scheduling(
         memory, snapshot = app.memory, loaded.workspace / config.memory.snapshot_file
         hygiene = functools.partial(memory.hygiene, snapshot)
     return Scheduling(scheduler, service, heartbeat, seconds, hygiene)
+
+
+def _check_heartbeat_target(text: str, files: PathGuard) -> None:
+    """Refuse at start a ``heartbeat.target`` that could never receive anything."""
+    try:
+        target = parse_target(text) if text else None
+        if target is not None and target.kind == "file":
+            result_file(target, files)
+    except UserError as exc:
+        raise ConfigError(f"heartbeat.target: {exc}") from None

@@ -1,4 +1,5 @@
-"""``pinclaw run``: the long-running daemon with its chat channels.
+"""``pinclaw run``: the long-running daemon with its chat channels (none is fine too:
+then it runs the scheduled jobs and the heartbeat, which deliver elsewhere).
 
 ``Daemon.open`` builds everything from the config (the core, the stores, the
 enabled channels, the router, the scheduler); ``start`` runs each channel under
@@ -25,6 +26,7 @@ from bot.approvals.approvers import Approvers
 from bot.approvals.service import ApprovalService
 from bot.config import LoadedConfig
 from bot.config.channel import ChannelSettings
+from bot.core import metrics
 from bot.core.channel import Channel, ChannelDeps
 from bot.core.channel_registry import adapter_class
 from bot.core.chat_commands import CHAT_COMMANDS
@@ -35,9 +37,11 @@ from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
 from bot.daemon.approvals import approval_service
 from bot.daemon.cron import Scheduling, scheduling
+from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
 from bot.daemon.router import Router
 from bot.daemon.supervisor import supervise
+from bot.daemon.web import WebEndpoint
 from bot.store.inbound import InboundStore
 from bot.store.kv import KeyValueStore
 from bot.store.pairing import PairingStore
@@ -70,6 +74,17 @@ class Daemon:
         self._grace_s = grace_s
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = False
+        web = app.loaded.config.web
+        self.reporter = Reporter(
+            app=app,
+            channels=channels,
+            inbound=inbound,
+            scheduling=scheduling,
+            grace_s=web.health_grace_s,
+        )
+        self.web = WebEndpoint(web, self.reporter)
+        if web.address is not None:
+            metrics.enable()  # counted from the start, served once the endpoint listens
 
     @classmethod
     @asynccontextmanager
@@ -81,10 +96,8 @@ class Daemon:
             if isinstance(s, ChannelSettings)
         }
         if not settings:
-            raise ConfigError(
-                f"{loaded.path}: no chat channel is enabled; add a [channels.telegram], "
-                "[channels.discord] or [channels.slack] table (see pinclaw.example.toml)"
-            )
+            # Jobs and the heartbeat deliver to the log, files and the owner's inbox.
+            log.info("running without chat channels: scheduler and heartbeat only")
         async with open_app(loaded, check="quick") as app:
             inbound, pairing, state = (
                 InboundStore(app.db),
@@ -138,7 +151,9 @@ class Daemon:
         self._tasks.append(asyncio.create_task(self.router.replay(), name="replay"))
         if self.scheduling is not None:
             await self.scheduling.start()
-        log.info("PinClaw %s running with %s", __version__, ", ".join(self.channels))
+        await self.web.start()
+        parts = ", ".join(self.channels) or "no chat channels"
+        log.info("PinClaw %s running with %s", __version__, parts)
 
     async def stop(self) -> None:
         """Finish or interrupt running turns, then stop the channels; idempotent."""
@@ -159,6 +174,7 @@ class Daemon:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.web.stop()
 
 
 def _load_adapter(name: str, loaded: LoadedConfig) -> Any:

@@ -33,6 +33,7 @@ from bot.core.errors import (
 )
 
 log = logging.getLogger(__name__)
+RETRY_LOGGER = log.name  # each retry is one warning here; ``retry_notice`` reads it
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -125,10 +126,17 @@ class ProviderHttp:
             log.warning(
                 "%s failed (%s); retry %d of %d in %.1f s",
                 self.label,
-                error,
+                " ".join(str(error).split()),  # one line, whatever the server wrote
                 attempt,
                 self._policy.max_retries,
                 delay,
+                extra={
+                    "provider": self.label,
+                    "retry_reason": _reason(error),
+                    "attempt": attempt,
+                    "max_retries": self._policy.max_retries,
+                    "delay_s": round(delay, 2),
+                },
             )
             await self._sleep(delay)
 
@@ -161,6 +169,31 @@ class ProviderHttp:
     def _backoff(self, attempt: int) -> float:
         base: float = self._policy.base_delay_s * (2**attempt)
         return min(base, self._policy.max_delay_s) * random.uniform(0.8, 1.2)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """What a retry log record says: attempt ``attempt`` of ``max_retries``, and why."""
+
+    attempt: int
+    max_retries: int
+    reason: str  # unreachable | rate_limited | server_error
+
+
+def retry_notice(record: logging.LogRecord) -> RetryNotice | None:
+    """The retry a record of this module's logger announces, if it announces one."""
+    attempt, total = getattr(record, "attempt", None), getattr(record, "max_retries", None)
+    if record.name != log.name or not isinstance(attempt, int) or not isinstance(total, int):
+        return None
+    return RetryNotice(attempt, total, str(getattr(record, "retry_reason", "")))
+
+
+def _reason(error: ProviderError) -> str:
+    if isinstance(error, ProviderRateLimited):
+        return "rate_limited"
+    if isinstance(error, ProviderUnavailable):
+        return "server_error"
+    return "unreachable"  # refused, timed out, or cut off
 
 
 def status_error(label: str, status: int, raw: bytes) -> ProviderError:

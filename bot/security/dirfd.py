@@ -30,6 +30,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading must not hang the worker thread.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO for writing must not hang either.
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class LinkOnTheWay(Exception):
@@ -158,6 +160,37 @@ def write_file(dir_fd: int, name: str, data: bytes) -> bool:
     with contextlib.suppress(OSError):
         os.fsync(dir_fd)
     return old is None
+
+
+def append_file(dir_fd: int, name: str, where: str, data: bytes) -> bool:
+    """Append ``data`` to the ordinary file ``name`` in ``dir_fd`` (made 0600 if missing).
+
+    Returns True if the file was created. A link at ``name`` is not followed.
+    """
+    try:
+        fd = os.open(name, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+        created = True
+    except FileExistsError:
+        created = False
+        try:
+            fd = os.open(name, _APPEND_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LinkOnTheWay(where) from None
+            raise
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder")
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(where)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return created
 
 
 def stat_entry(dir_fd: int, name: str, path: str) -> Entry:

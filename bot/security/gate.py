@@ -21,6 +21,7 @@ from bot.agent.tool_registry import PreparedCall, ToolRegistry
 from bot.config.security import SecurityConfig
 from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import ToolError, log_bug
+from bot.core.metrics import count_approval, count_tool_call
 from bot.core.tool_api import Assessment, ToolContext, ToolResult
 from bot.security.approval import ApprovalOutcome, ApprovalRequest, Approver
 from bot.security.audit import AuditLog
@@ -70,13 +71,18 @@ class PolicyGate:
         prepared = self._registry.prepare(call)
         if isinstance(prepared, ToolResult):
             await self._record(call, ctx, started, "invalid", Decision("block", "low"), prepared)
+            known = self._registry.get(call.name) is not None
+            count_tool_call(call.name if known else "unknown", "invalid")
             return prepared
         decision = decide(self._config, prepared.tool, self._assess(prepared, ctx))
         verdict, by, result = await self._resolve(prepared, decision, ctx)
+        ran = result is None
         if result is None:
             result = await self._registry.run_prepared(prepared, ctx)
         result = self._present(prepared, result)
         await self._record(call, ctx, started, verdict, decision, result, by)
+        outcome = ("ok" if result.ok else "error") if ran else verdict
+        count_tool_call(prepared.tool.name, outcome)
         return result
 
     def preflight(self, call: ToolCall, ctx: ToolContext) -> Decision:
@@ -117,6 +123,8 @@ class PolicyGate:
         if decision.action == "allow":
             return "allowed", "", None
         outcome = await self._ask(prepared, decision, ctx)
+        by_rule = outcome.verdict == "approved" and outcome.by.startswith("rule #")
+        count_approval("rule" if by_rule else outcome.verdict)
         if outcome.verdict == "approved":
             return "approved", outcome.by, None
         refusals = {

@@ -51,7 +51,7 @@ class PathGuard:
     ones are taken relative to the workspace. Judging: ``check`` (raises),
     ``verdict`` (never raises), ``assess`` (for a tool's policy assessment),
     ``display``. I/O on a path returned by ``check``: ``read_bytes``,
-    ``write_bytes``, ``stat``, ``list_dir``, ``walk``; they block.
+    ``write_bytes``, ``append_bytes``, ``stat``, ``list_dir``, ``walk``; they block.
     """
 
     def __init__(
@@ -160,6 +160,21 @@ class PathGuard:
             )
             try:
                 return dirfd.write_file(fd, os.path.basename(target), data)
+            finally:
+                os.close(fd)
+
+    def append_bytes(self, path: Path, data: bytes) -> bool:
+        """Append ``data`` to the checked file ``path``, made if missing; True if it was new."""
+        target = self._usable(path)
+        if target in self._roots:
+            raise ToolError(f"'{self.display(path)}' is a folder, not a file")
+        root = self._root_of(target) or target
+        with self._plain_errors(target):
+            fd = dirfd.open_dir(
+                os.path.dirname(target), create_below=root, before_mkdir=self._allow_new_dir
+            )
+            try:
+                return dirfd.append_file(fd, os.path.basename(target), target, data)
             finally:
                 os.close(fd)
 

@@ -139,16 +139,30 @@ def _collect(value: Any, found: list[str]) -> None:
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that redacts secrets from every record's final message."""
+    """A logging filter that redacts secrets from every record's final message, and
+    from its traceback (an exception's text can quote a URL or a key)."""
 
     def __init__(self, redactor: Redactor) -> None:
         super().__init__()
         self._redactor = redactor
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Render the message, redact it, and keep the record."""
+        """Render the message and traceback, redact them, and keep the record."""
         message = record.getMessage()
         clean = self._redactor.text(message)
         if clean != message:
             record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            # Formatters reuse exc_text once set, so they all write the redacted one.
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._redactor.text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._redactor.text(record.stack_info)
+        for key, value in list(vars(record).items()):  # values passed with extra=
+            if key not in _RECORD_FIELDS and isinstance(value, str):
+                setattr(record, key, self._redactor.text(value))
         return True
+
+
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({})))

@@ -1,0 +1,149 @@
+"""The daemon's local HTTP endpoint: ``/healthz``, ``/metrics`` and ``/status``.
+
+It listens where ``[web] listen`` says (``127.0.0.1:8765`` by default; ``off``
+turns it off). With ``[web] token`` set, every request must carry ``Authorization:
+Bearer TOKEN``; without one (loopback only, the config enforces that) requests
+must name a loopback host, so a web page cannot read it through DNS rebinding.
+An address already in use is logged and the daemon runs on without the endpoint:
+health reports are not worth refusing to answer chats over.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from bot.config.web import WebConfig, is_loopback
+from bot.core.metrics import enable
+from bot.daemon.health import Reporter
+
+log = logging.getLogger(__name__)
+
+_REPORTER: web.AppKey[Reporter] = web.AppKey("reporter", Reporter)
+_TOKEN: web.AppKey[str] = web.AppKey("token", str)
+
+
+class WebEndpoint:
+    """Starts and stops the HTTP server; idempotent both ways."""
+
+    def __init__(self, config: WebConfig, reporter: Reporter) -> None:
+        self._config = config
+        self._reporter = reporter
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        """Listen, or log why not; never raises for a busy or missing address."""
+        where = self._config.address
+        if where is None or self._runner is not None:
+            return
+        token = self._config.token.get_secret_value() if self._config.token else ""
+        runner = web.AppRunner(
+            build_app(self._reporter, token), access_log=None, shutdown_timeout=1.0
+        )
+        await runner.setup()
+        host, port = where
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            log.error(
+                "the status endpoint cannot listen on %s (%s); running without it, so "
+                "`pinclaw status` cannot reach this daemon: change [web] listen",
+                self._config.listen,
+                exc.strerror or exc,
+            )
+            return
+        self._runner = runner
+        bound = _bound_port(runner) or port
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{bound}"
+        enable().started.set(self._reporter.started)
+        log.info("status endpoint on %s (/healthz, /metrics, /status)", self.url)
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+
+def build_app(reporter: Reporter, token: str = "") -> web.Application:
+    """The aiohttp application with the three read-only routes."""
+    app = web.Application(middlewares=[_guard])
+    app[_REPORTER] = reporter
+    app[_TOKEN] = token
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/status", _status)
+    return app
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    token = request.app[_TOKEN]
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return _json({"error": "send the [web] token as 'Authorization: Bearer …'"}, 401)
+    elif not _loopback_host(request.host):
+        return _json({"error": "only loopback host names are served without a token"}, 403)
+    response: web.StreamResponse = await handler(request)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    report = await request.app[_REPORTER].health()
+    return _json(report, 200 if report["ok"] else 503)
+
+
+async def _status(request: web.Request) -> web.Response:
+    return _json(await request.app[_REPORTER].status())
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    reporter, metrics = request.app[_REPORTER], enable()
+    for name, channel in reporter.channels.items():
+        metrics.channel_up.labels(name).set(1 if channel.status.state == "connected" else 0)
+    metrics.inbox_depth.set(await reporter.inbox_depth())
+    metrics.owner_inbox_unread.set(await reporter.owner_unread())
+    response = web.Response(body=metrics.text())
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return response
+
+
+def _json(body: dict[str, Any], status: int = 200) -> web.Response:
+    return web.Response(
+        text=json.dumps(body, ensure_ascii=False),
+        status=status,
+        content_type="application/json",
+    )
+
+
+def _loopback_host(host: str) -> bool:
+    name = host.strip()
+    if name.startswith("["):
+        name = name[1 : name.find("]")] if "]" in name else name[1:]
+    else:
+        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return is_loopback(name.lower())
+
+
+def _bound_port(runner: web.AppRunner) -> int | None:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return None
