@@ -2,7 +2,9 @@
 
 Lines typed at the prompt become inbound messages; replies are printed, and
 streamed as the model writes them. The next prompt appears only after the
-reply, so the conversation reads in order. ``run`` returns when the person
+reply, so the conversation reads in order. On a terminal (not in a pipe) a
+spinner turns while the model has not written anything yet, and what tools
+run shows as a dim line. ``run`` returns when the person
 leaves with ``/quit``, ``/exit`` or end of input (Ctrl-D).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import sys
 import threading
@@ -18,10 +21,12 @@ from typing import TextIO
 
 from bot.approvals.texts import parse_choice
 from bot.core.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
-from bot.core.conversation import TextSink
-from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.messages import Attachment, Button, InboundMessage, OutboundFile, OutboundMessage
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_EVERY_S = 0.1
+DIM, PLAIN, CLEAR_LINE = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
 
 
 class TerminalChannel:
@@ -36,12 +41,15 @@ class TerminalChannel:
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         user: str = "owner",
+        stream: bool = True,
     ) -> None:
         self._chat_id = chat_id
         self._stdin = stdin or sys.stdin
         self._stdout = stdout or sys.stdout
         self._user = user
         self._interactive = self._stdin.isatty() and self._stdout.isatty()
+        self._stream = stream
+        self._spinner = Spinner(self._stdout)
         self._ready = threading.Event()
         self._closed = asyncio.Event()
         self._thread: threading.Thread | None = None
@@ -66,8 +74,13 @@ class TerminalChannel:
 
     @contextlib.asynccontextmanager
     async def typing(self, message: InboundMessage) -> AsyncIterator[None]:
-        """The terminal shows the reply as it streams; nothing to do."""
-        yield
+        """A spinner until the model writes (on a terminal only; a pipe gets nothing)."""
+        if self._interactive:
+            self._spinner.start()
+        try:
+            yield
+        finally:
+            self._spinner.stop()
 
     async def fetch(self, attachment: Attachment) -> bytes:
         """The terminal has no attachments."""
@@ -112,21 +125,42 @@ class TerminalChannel:
         """The terminal has only one chat."""
         return None
 
-    def text_sink(self, message: InboundMessage) -> TextSink:
-        """Print reply text as it arrives."""
+    async def send_file(self, file: OutboundFile) -> None:
+        """The terminal runs where the file is: say where to find it (and its caption)."""
+        if self._streamed:
+            self._write("\n")
+            self._streamed = False
+        size = len(file.data)
+        shown = f"{size / 1024:.1f} KB" if size >= 1024 else f"{size} bytes"
+        caption = f"{_plain(file.caption)}\n" if file.caption else ""
+        self._write(f"{caption}[file] {file.name} ({shown}): {file.path or file.name}\n")
 
-        def sink(piece: str) -> None:
-            if not self._streamed:
-                self._write(self._label())
-                self._streamed = True
-            self._write(piece)
+    def text_sink(self, message: InboundMessage) -> TerminalReply | None:
+        """Print reply text as it arrives (None when ``[agent] stream`` is off)."""
+        return TerminalReply(self) if self._stream else None
 
-        return sink
+    def show_text(self, piece: str) -> None:
+        """Print a piece of the reply, after the label if it is the first."""
+        if not self._streamed:
+            self._write(self._label())
+            self._streamed = True
+        self._write(piece)
+
+    def show_status(self, line: str) -> None:
+        """Print what runs as a dim line (terminal only), then spin until more text comes."""
+        if not self._interactive:
+            return
+        if self._streamed:
+            self._write("\n")
+            self._streamed = False
+        self._write(f"{DIM}{_plain(line)}{PLAIN}\n")
+        self._spinner.start()
 
     def _label(self) -> str:
         return "pinclaw> " if self._interactive else ""
 
     def _write(self, text: str) -> None:
+        self._spinner.stop()
         self._stdout.write(text)
         self._stdout.flush()
 
@@ -188,6 +222,55 @@ class TerminalChannel:
                 return None
         line = self._stdin.readline()
         return line if line else None
+
+
+class TerminalReply:
+    """A streamed reply in the terminal: printed as it comes; the end is the next prompt."""
+
+    def __init__(self, channel: TerminalChannel) -> None:
+        self._channel = channel
+
+    def __call__(self, piece: str) -> None:
+        """Print a piece of the reply."""
+        self._channel.show_text(piece)
+
+    def status(self, line: str) -> None:
+        """Show what runs, as a dim line."""
+        self._channel.show_status(line)
+
+    async def finish(self, message: OutboundMessage) -> None:
+        """End the reply (print it whole if nothing was streamed)."""
+        await self._channel.send(message)
+
+    def close(self) -> None:
+        """Nothing to stop: what was printed stays."""
+
+
+class Spinner:
+    """A spinner on the current line while the model has not written yet; ``stop`` clears it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start turning (again); idempotent."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._spin(), name="spinner")
+
+    def stop(self) -> None:
+        """Stop and clear the line, if it was turning."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            self._stream.write(CLEAR_LINE)
+            self._stream.flush()
+
+    async def _spin(self) -> None:
+        for frame in itertools.cycle(SPINNER_FRAMES):
+            self._stream.write(f"\r{DIM}{frame} thinking…{PLAIN}")
+            self._stream.flush()
+            await asyncio.sleep(SPINNER_EVERY_S)
 
 
 _ITALIC = re.compile(r"(?<!\w)_(\S(?:.*?\S)?)_(?!\w)")

@@ -18,7 +18,7 @@ PACKAGES = ("bot", "channels", "tools")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("bot", "bot.core"),
     ("bot.config", "bot.store"),
-    ("bot.security", "bot.providers", "bot.hardware", "bot.memory"),
+    ("bot.security", "bot.providers", "bot.hardware", "bot.memory", "bot.media"),
     ("bot.agent", "bot.approvals", "bot.cron"),
     ("tools", "channels"),
     ("bot.daemon",),

@@ -238,6 +238,7 @@ def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFix
         "file_list",
         "glob_search",
         "content_search",
+        "send_file",
         "shell",
         "http_request",
         "web_fetch",

@@ -4,6 +4,8 @@ Only what ``[hardware.i2c]`` and ``[hardware.sensors]`` allow is offered: no
 buses and no sensors means no tools, raw reads and writes need allowlisted
 addresses, and ``sensor_read`` needs a configured sensor. Addresses, registers
 and bytes may be integers or hex strings such as ``"0x76"``, as people write them.
+``sensor_read`` is a ``SensorTool``: the composition root finds its bank there
+to record the readings history (``tools/sensor_chart.py``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
 from bot.config import LoadedConfig
-from bot.core.tool_api import Tool, ToolContext, tool
+from bot.core.tool_api import Tool, ToolContext, ToolFunction, tool
 from bot.hardware.i2c import MAX_TRANSFER, I2cBank, hex_address
 from bot.hardware.sensors import SensorBank
 from bot.security.kit import SecurityKit
@@ -68,6 +70,14 @@ Data = Annotated[
     ),
     BeforeValidator(_byte_list),
 ]
+
+
+class SensorTool(Tool):
+    """``sensor_read``, with the bank of sensors it reads."""
+
+    def __init__(self, func: ToolFunction, sensors: SensorBank, **options: Any) -> None:
+        super().__init__(func, **options)
+        self.sensors = sensors
 
 
 def _hex(data: bytes) -> str:
@@ -163,7 +173,7 @@ def _sensor_tool(sensors: SensorBank, timeout_s: float) -> Tool:
         "Read temperature, relative humidity and (BME280 only) air pressure from a named "
         f"sensor. Sensors: {roster}."
     )
-    return tool(description=description, timeout_s=timeout_s)(sensor_read)
+    return SensorTool(sensor_read, sensors, description=description, timeout_s=timeout_s)
 
 
 def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:

@@ -3,6 +3,9 @@
 A session is one conversation in one chat (channel + chat + thread). ``/new``
 starts a fresh session for the same chat; the old one stays on disk. The newest
 session of a key is the chat's current conversation.
+
+Pictures a message carried to the model are not stored: its text names each
+one (``[image: photo.jpg, 1280x960]``), and that is what later turns read.
 """
 
 from __future__ import annotations

@@ -12,13 +12,16 @@ from collections.abc import Sequence
 
 from bot.core.conversation import ChatMessage
 
+# What a picture costs, roughly: OpenAI ~770 tokens and Anthropic ~1,600 for 1280x960.
+IMAGE_TOKENS = 1000
+
 
 def estimate_tokens(message: ChatMessage) -> int:
-    """A cheap token estimate (about four characters per token, plus framing)."""
+    """A cheap token estimate (about four characters per token, plus framing and pictures)."""
     size = len(message.content)
     for call in message.tool_calls:
         size += len(call.name) + len(json.dumps(dict(call.arguments), ensure_ascii=False))
-    return size // 4 + 4
+    return size // 4 + 4 + IMAGE_TOKENS * len(message.images)
 
 
 def trim_history(

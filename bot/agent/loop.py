@@ -21,14 +21,15 @@ from zoneinfo import ZoneInfo
 from bot.agent.dispatch import ToolDispatch
 from bot.agent.history import HistoryStore, TurnRecord
 from bot.agent.history_trim import repair_history, trim_history
+from bot.agent.progress import ProgressSink, Redact, describe_calls
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor
 from bot.agent.usage_meter import UsageMeter
 from bot.config import AgentConfig
-from bot.core.conversation import ChatMessage, Completion, TextSink, ToolCall, Usage
+from bot.core.conversation import ChatMessage, Completion, ImagePart, TextSink, ToolCall, Usage
 from bot.core.messages import InboundMessage, SessionKey
 from bot.core.metrics import count_turn
-from bot.core.tool_api import ToolContext, ToolResult
+from bot.core.tool_api import FileOutlet, ToolContext, ToolResult
 from bot.providers.base import Provider
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,9 @@ class Agent:
         depth: int = 0,
         memory: TurnMemory | None = None,
         usage: UsageMeter | None = None,
+        redact: Redact | None = None,
     ) -> None:
+        self._redact = redact  # progress lines show tool arguments only through it
         self._memory = memory
         self._usage = usage
         self._depth = depth
@@ -103,6 +106,11 @@ class Agent:
         self._model = model
         self._workspace = workspace
         self._timezone = timezone
+        self._files: FileOutlet | None = None
+
+    def send_files_with(self, outlet: FileOutlet | None) -> None:
+        """How turns reach their chat with files (``send_file``); None: no chat can take one."""
+        self._files = outlet
 
     async def new_session(self, message: InboundMessage) -> None:
         """Start a fresh conversation in ``message``'s chat."""
@@ -126,6 +134,8 @@ class Agent:
         replayed: bool = False,
         history_key: SessionKey | None = None,
         origin: str = "chat",
+        on_progress: ProgressSink | None = None,
+        images: Sequence[ImagePart] = (),
     ) -> TurnResult:
         """Answer one message. Provider failures propagate as ``ProviderError``.
 
@@ -133,7 +143,9 @@ class Agent:
         answered again after a restart (``replayed``) first drops what its
         interrupted attempt left in history. A scheduled turn may keep its
         history apart from the chat it answers in (``history_key``); ``origin``
-        says who started it ("chat", "cron:NAME", "heartbeat").
+        says who started it ("chat", "cron:NAME", "heartbeat"). Streamed reply
+        text goes to ``on_text``, and a line saying what runs to ``on_progress``
+        before each round of tools (tool arguments only in direct chats).
         """
         started = time.monotonic()
         discard = replayed and inbound_id is not None
@@ -145,7 +157,9 @@ class Agent:
             return refused
         remembered = await self._recall(message, session_id, origin)
         earlier = repair_history(await self._history.load(session_id))
-        user = ChatMessage(role="user", content=message.text)
+        # The pictures go with this turn's requests only; history stores the text,
+        # which names each picture ("[image: photo.jpg, 1280x960]").
+        user = ChatMessage(role="user", content=message.text, images=tuple(images))
         turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
         turn: list[ChatMessage] = [user]
         ctx = ToolContext(
@@ -158,6 +172,7 @@ class Agent:
             sender_name=message.sender_name,
             is_direct=message.is_direct,
             inbound_id=inbound_id,
+            send_file=self._files(message.session) if self._files is not None else None,
         )
         usage, calls_made, status = Usage(), 0, "failed"
         rounds = 0
@@ -182,7 +197,7 @@ class Agent:
                 if rounds == limit:
                     results = [_not_run(call, limit) for call in completion.tool_calls]
                 else:
-                    results = await self._run_tools(completion.tool_calls, ctx)
+                    results = await self._run_tools(completion.tool_calls, ctx, on_progress)
                 await self._history.append(session_id, results, turn_id)
                 turn.extend(results)
             text = (
@@ -279,7 +294,11 @@ class Agent:
             "in the last 24 hours). Please try again later."
         )
 
-    async def _run_tools(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ChatMessage]:
+    async def _run_tools(
+        self, calls: Sequence[ToolCall], ctx: ToolContext, on_progress: ProgressSink | None = None
+    ) -> list[ChatMessage]:
+        if on_progress is not None:  # arguments are shown in direct chats only
+            on_progress(describe_calls(calls, self._redact if ctx.is_direct else None))
         results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))
         return [_result_message(call, result) for call, result in zip(calls, results, strict=True)]
 

@@ -32,6 +32,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.clock",
     "tools.calculator",
     "tools.files",
+    "tools.send_file",
     "tools.shell",
     "tools.web",
     "tools.system_info",

@@ -22,6 +22,7 @@ from bot.core.errors import UsageError
 from bot.core.messages import InboundMessage, clean_text, too_long
 from bot.daemon.app import open_app
 from bot.daemon.approvals import approval_service
+from bot.daemon.files_out import file_outlet
 from bot.daemon.router import Router, describe_chat
 from bot.providers.http import RETRY_LOGGER, retry_notice
 from bot.store.inbound import InboundStore
@@ -56,7 +57,8 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
         inbound = InboundStore(app.db)
         await inbound.setup()
         user = login_name()
-        channel = TerminalChannel(chat_id=session, user=user)
+        channel = TerminalChannel(chat_id=session, user=user, stream=loaded.config.agent.stream)
+        app.agent.send_files_with(file_outlet({channel.name: channel}))
         approvals = await approval_service(
             app, loaded, {channel.name: channel}, Approvers({}, local={channel.name: [user]})
         )

@@ -21,6 +21,7 @@ from bot.config.base import Section, check_url, check_zone, empty_is_none
 from bot.config.errors import describe_validation_error
 from bot.config.files import check_paths, read_document
 from bot.config.hardware import HardwareConfig, HomeAssistantConfig
+from bot.config.media import MediaConfig, TranscriptionConfig, guess_vision
 from bot.config.memory import MemoryConfig
 from bot.config.schedule import CronConfig, HeartbeatConfig
 from bot.config.security import SecurityConfig
@@ -54,6 +55,7 @@ class ProviderSpec(Section):
     max_tokens: int = Field(default=4096, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     tool_dispatch: Literal["auto", "native", "xml"] = "auto"
+    vision: bool | None = None  # None: guessed from the model name
     headers: dict[str, str] = Field(default_factory=dict)
 
     _check_url = field_validator("base_url")(check_url)
@@ -72,6 +74,11 @@ class ProviderSpec(Section):
     def key(self) -> str:
         """The API key, or an empty string for servers that need none."""
         return self.api_key.get_secret_value() if self.api_key else ""
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether pictures are sent to this model: ``vision``, else known by its name."""
+        return guess_vision(self.model) if self.vision is None else self.vision
 
     def missing_key(self) -> bool:
         """True when this kind and URL need an API key and none is set."""
@@ -109,12 +116,14 @@ class GeneralConfig(Section):
 
 
 class AgentConfig(Section):
-    """How a turn runs: tool rounds and how much history the model sees."""
+    """How a turn runs: tool rounds, how much history the model sees, whether replies
+    stream into chats (each channel's ``stream`` overrides ``stream``)."""
 
     max_tool_iterations: int = Field(default=10, ge=1, le=100)
     history_budget_tokens: int = Field(default=12000, ge=500)
     identity_file: str = "IDENTITY.md"
     max_delegation_depth: int = Field(default=1, ge=0, le=3)
+    stream: bool = True
 
 
 class ToolsConfig(Section):
@@ -123,6 +132,7 @@ class ToolsConfig(Section):
     disabled: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=30.0, gt=0)
     max_output_chars: int = Field(default=16000, ge=200)
+    max_send_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
 
 
 class DaemonConfig(Section):
@@ -155,6 +165,8 @@ class Config(Section):
     home_assistant: HomeAssistantConfig = HomeAssistantConfig()
     web: WebConfig = WebConfig()
     usage: UsageConfig = UsageConfig()
+    media: MediaConfig = MediaConfig()
+    transcription: TranscriptionConfig = TranscriptionConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

@@ -20,7 +20,8 @@ class ChannelSettings(Section):
     Approvers decide on approval requests: ``approvers`` if set, else ``owner``,
     else the first of ``allowed_users``, else the first person admitted by
     pairing. ``approvals_in_dm`` sends requests from group chats to the
-    approver's private chat, so the group never sees the arguments.
+    approver's private chat, so the group never sees the arguments. ``stream``
+    shows replies as they are written, overriding ``[agent] stream``.
     """
 
     enabled: bool = True
@@ -32,6 +33,13 @@ class ChannelSettings(Section):
     owner: str | None = None
     approvers: list[str] = Field(default_factory=list)
     approvals_in_dm: bool = False
+    # Show replies as they are written (a message edited as the model writes); None
+    # follows [agent] stream.
+    stream: bool | None = None
+
+    def streams(self, default: bool) -> bool:
+        """Whether replies stream here: ``stream`` if set, else ``default`` ([agent] stream)."""
+        return default if self.stream is None else self.stream
 
     @field_validator("owner", mode="before")
     @classmethod

@@ -14,8 +14,10 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from bot.config.base import Section, check_url, empty_is_none
+from bot.core.durations import ScheduleError, parse_duration
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MIN_SAMPLE_S = 60.0
 
 
 class GpioDevice(Section):
@@ -73,6 +75,30 @@ class HardwareConfig(Section):
     serial: dict[str, SerialPort] = Field(default_factory=dict)
     i2c: I2cConfig = I2cConfig()
     sensors: dict[str, Sensor] = Field(default_factory=dict)
+    # Readings history: "0" = record only the readings the agent takes.
+    sample_every: str = "0"
+    keep_readings_days: int = Field(default=30, ge=1, le=3650)
+
+    @field_validator("sample_every")
+    @classmethod
+    def _check_sample_every(cls, value: str) -> str:
+        if value.strip() in ("0", ""):
+            return value
+        try:
+            seconds = parse_duration(value).total_seconds()
+        except ScheduleError as exc:
+            raise ValueError(str(exc)) from None
+        if seconds < MIN_SAMPLE_S:
+            raise ValueError(
+                f"the shortest interval is 1m (a reading a minute), got {value.strip()!r}"
+            )
+        return value
+
+    @property
+    def sample_every_s(self) -> float:
+        """Seconds between scheduled readings of every sensor; 0 = none."""
+        text = self.sample_every.strip()
+        return 0.0 if text in ("0", "") else parse_duration(text).total_seconds()
 
     @field_validator("gpio", "serial", "sensors")
     @classmethod

@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from bot.core.chat_commands import CommandInfo
-from bot.core.conversation import TextSink
 from bot.core.errors import PinclawError
-from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.messages import (
+    Attachment,
+    Button,
+    InboundMessage,
+    OutboundFile,
+    OutboundMessage,
+)
 from bot.core.metrics import count_reconnect
 
 log = logging.getLogger(__name__)
@@ -124,12 +129,14 @@ class StateStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ChannelDeps:
-    """What the core gives every adapter: state, the shared TLS context, the commands."""
+    """What the core gives every adapter: state, the shared TLS context, the commands,
+    and whether replies stream by default (``[agent] stream``)."""
 
     state: StateStore
     ssl: ssl.SSLContext
     data_dir: Path
     commands: tuple[CommandInfo, ...]
+    stream: bool = True
 
 
 @dataclass(slots=True)
@@ -200,9 +207,41 @@ class Channel(Protocol):
 
 
 @runtime_checkable
+class FileChannel(Protocol):
+    """A channel that can deliver files (documents and pictures) to a chat."""
+
+    async def send_file(self, file: OutboundFile) -> None:
+        """Deliver ``file`` (paced, retried); ``DeliveryError`` saying why if it cannot,
+        e.g. larger than the platform takes."""
+        ...
+
+
+class ReplySink(Protocol):
+    """Where one streamed reply goes: its text as the model writes it (a ``TextSink``),
+    a progress line while tools run, and at the end the whole reply (``bot.core.draft``)."""
+
+    def __call__(self, piece: str) -> None:
+        """Show a piece of reply text (text after a progress line starts afresh)."""
+        ...
+
+    def status(self, line: str) -> None:
+        """Show what the agent is doing now, until more text comes."""
+        ...
+
+    async def finish(self, message: OutboundMessage) -> None:
+        """Deliver the whole reply in place of what was shown; ``DeliveryError`` if it cannot."""
+        ...
+
+    def close(self) -> None:
+        """Stop showing (the turn ended without ``finish``); idempotent."""
+        ...
+
+
+@runtime_checkable
 class StreamingChannel(Protocol):
     """A channel that can show reply text while the model is still writing it."""
 
-    def text_sink(self, message: InboundMessage) -> TextSink | None:
-        """A sink for streamed reply text to ``message``'s chat, or None to wait for the end."""
+    def text_sink(self, message: InboundMessage) -> ReplySink | None:
+        """Where to stream the reply to ``message``, or None to send it whole at the end
+        (streaming switched off, or a reply the platform cannot edit)."""
         ...

@@ -3,11 +3,13 @@
 
 Adapters register ``CHAT_COMMANDS`` natively where the platform has commands
 (Telegram's command list, Discord application commands, a Slack slash command)
-and turn them into messages whose text starts with the command.
+and turn them into messages whose text starts with the command. Any other
+``/word`` is answered with the list of commands, never sent to the model.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -26,6 +28,9 @@ CHAT_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("help", "List the commands"),
 )
 _NAMES = {c.name for c in CHAT_COMMANDS} | {"start", "approve", "link"}
+_COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@[A-Za-z0-9_]+)?")
+UNKNOWN = "?"
+"""The name ``parse_command`` gives a command it does not know (no command is named so)."""
 
 HELP = (
     "Commands:\n"
@@ -36,15 +41,21 @@ HELP = (
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
-    """``(name, arguments)`` if ``text`` is one of the chat commands, else None.
+    """``(name, arguments)`` if ``text`` starts with a command, else None.
 
-    ``/new@pinclaw_bot`` (Telegram's form in groups) counts; ``/start`` means help.
+    A command is a slash and a word (a letter, then letters, digits or ``_``), alone
+    or before a space: ``/new``, ``/new@pinclaw_bot`` (Telegram's form in groups),
+    ``/foo bar``. ``/start`` means help; a word that is none of the chat commands
+    comes back as ``UNKNOWN``, to be answered with the help instead of going to the
+    model. ``/ 5 apples`` or ``/etc/hosts is gone`` are not commands.
     """
-    stripped = text.strip()
-    if not stripped.startswith("/"):
+    words = text.strip().split(None, 1)
+    match = _COMMAND.fullmatch(words[0]) if words else None
+    if match is None:
         return None
-    head, _, rest = stripped.partition(" ")
-    name = head[1:].split("@", 1)[0].lower()
-    if name not in _NAMES:
-        return None
-    return ("help" if name == "start" else name), rest.strip()
+    name = match.group(1).lower()
+    if name == "start":
+        name = "help"
+    elif name not in _NAMES:
+        name = UNKNOWN
+    return name, words[1].strip() if len(words) > 1 else ""

@@ -6,6 +6,7 @@ so history in SQLite and the agent loop never depend on which model answers.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -39,12 +40,40 @@ class ToolCall:
     error: str | None = None
 
 
+BLIND_NOTE = "[The person sent a picture; this model cannot see images]"
+"""What a model without vision reads in place of the pictures of a message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """A picture sent to the model with a user message.
+
+    ``mime_type`` is what the bytes were found to be (JPEG, PNG, GIF or WebP),
+    never what the sender claimed; ``label`` names it for people and logs
+    (``photo.jpg, 1280x960``).
+    """
+
+    mime_type: str
+    data: bytes = field(repr=False)
+    label: str = ""
+
+    def base64(self) -> str:
+        """The bytes in base64, as every wire format carries them."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        """The picture as a ``data:`` URL."""
+        return f"data:{self.mime_type};base64,{self.base64()}"
+
+
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One message of a conversation.
 
     ``role="tool"`` carries a tool's result: ``tool_call_id`` and ``tool_name``
-    say which call it answers and ``is_error`` whether the tool failed.
+    say which call it answers and ``is_error`` whether the tool failed. A user
+    message may carry ``images`` for the model to see; they live only for the
+    turn in progress (history keeps the text, which names each picture).
     """
 
     role: Role
@@ -53,6 +82,7 @@ class ChatMessage:
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

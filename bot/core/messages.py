@@ -113,6 +113,26 @@ class OutboundMessage:
         return cls(to.channel, to.chat_id, text, to.thread_id, to.message_id)
 
 
+@dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file PinClaw sends to a chat: its bytes, name and type, and a markdown caption.
+
+    ``as_photo`` shows an image as a picture where a platform tells pictures from
+    files (Telegram); ``path`` is where the file is on this machine, for a channel
+    that shows the place instead of the bytes (the terminal).
+    """
+
+    channel: str
+    chat_id: str
+    name: str
+    data: bytes = field(repr=False)
+    mime_type: str = "application/octet-stream"
+    caption: str = ""
+    thread_id: str | None = None
+    as_photo: bool = False
+    path: str = ""
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from bot.core.conversation import ToolSpec
 from bot.core.errors import ToolError
-from bot.core.messages import SessionKey
+from bot.core.messages import OutboundFile, SessionKey
 
 Risk = Literal["low", "medium", "high"]
 Effect = Literal["read", "write", "shell", "network", "actuate"]
@@ -86,12 +86,21 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+SendFile = Callable[[OutboundFile], Awaitable[None]]
+"""Delivers a file to a chat; raises ``DeliveryError`` saying why when it cannot."""
+
+FileOutlet = Callable[[SessionKey], SendFile | None]
+"""How a turn finds its chat's ``SendFile``: None when the chat cannot take files."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Everything a call may use, passed explicitly: no tool keeps "the current chat".
 
     ``depth`` counts delegations: a sub-agent's tools run at depth 1 and so on.
     ``inbound_id`` is the stored message the turn answers (None outside the daemon).
+    ``send_file`` delivers a file to the turn's chat; None where no chat can take one
+    (``pinclaw agent -m``, a job whose reply goes to no chat, a delegated task).
     """
 
     session: SessionKey
@@ -104,6 +113,7 @@ class ToolContext:
     sender_name: str = ""
     is_direct: bool = True
     inbound_id: int | None = None
+    send_file: SendFile | None = None
 
 
 ToolFunction = Callable[..., Awaitable[Any]]

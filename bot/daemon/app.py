@@ -24,6 +24,8 @@ from bot.agent.tool_registry import ToolExecutor, ToolRegistry, build_registry
 from bot.agent.usage_meter import UsageMeter
 from bot.config import LoadedConfig, SubAgentConfig
 from bot.core.tls import shared_ssl_context
+from bot.hardware.history import SensorHistory
+from bot.media.prepare import MediaIntake, media_intake
 from bot.memory.service import MemoryService
 from bot.memory.setup import open_memory
 from bot.providers import Provider, build_provider, build_provider_chain
@@ -36,6 +38,7 @@ from bot.store.people import PeopleStore
 from bot.store.usage import UsageStore
 from tools.delegate import AgentFactory, build_delegate
 from tools.memory import memory_tools
+from tools.sensor_chart import open_sensor_history
 
 if TYPE_CHECKING:
     from bot.security.net import Resolver
@@ -57,6 +60,8 @@ class App:
     people: PeopleStore
     memory: MemoryService | None = None
     usage: UsageStore | None = None
+    readings: SensorHistory | None = None
+    media: MediaIntake | None = None  # pictures and voice for chat turns
 
 
 @asynccontextmanager
@@ -118,6 +123,7 @@ async def open_app(
             for memory_tool in memory_tools(memory):
                 if memory_tool.name not in config.tools.disabled:
                     tools.add(memory_tool)
+        readings = await open_sensor_history(db, loaded, tools)
         agent = Agent(
             provider=provider,
             tools=gate,
@@ -134,8 +140,22 @@ async def open_app(
             timezone=loaded.timezone(),
             memory=memory,
             usage=meter,
+            redact=security.redactor.text,
         )
-        yield App(loaded, db, history, tools, gate, security, agent, people, memory, usage)
+        yield App(
+            loaded,
+            db,
+            history,
+            tools,
+            gate,
+            security,
+            agent,
+            people,
+            memory,
+            usage,
+            readings,
+            media=media_intake(config, client),
+        )
 
 
 def _sub_agents(

@@ -1,5 +1,6 @@
-"""Wiring the scheduler into ``pinclaw run``: jobs, their tools, the heartbeat, and the
-daily memory hygiene (old conversation entries pruned, the snapshot written)."""
+"""Wiring the scheduler into ``pinclaw run``: jobs, their tools, the heartbeat, the
+daily memory hygiene (old conversation entries pruned, the snapshot written), and
+the sensor sampling of ``[hardware] sample_every``."""
 
 from __future__ import annotations
 
@@ -163,7 +164,23 @@ async def scheduling(
     if app.memory is not None:
         memory, snapshot = app.memory, loaded.workspace / config.memory.snapshot_file
         hygiene = functools.partial(memory.hygiene, snapshot)
+    _sample_sensors(scheduler, app, config.hardware.sample_every_s)
     return Scheduling(scheduler, service, heartbeat, seconds, hygiene)
+
+
+def _sample_sensors(scheduler: AsyncIOScheduler, app: App, every_s: float) -> None:
+    """Read every sensor each ``[hardware] sample_every`` for the readings history."""
+    if app.readings is None or not every_s:
+        return
+    scheduler.add_job(
+        app.readings.sample,
+        IntervalTrigger(seconds=every_s),
+        id="sensor sampling",
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+    )
+    log.info("sensors read every %.0f s for the readings history", every_s)
 
 
 def _check_heartbeat_target(text: str, files: PathGuard) -> None:

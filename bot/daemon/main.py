@@ -37,6 +37,7 @@ from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
 from bot.daemon.approvals import approval_service
 from bot.daemon.cron import Scheduling, scheduling
+from bot.daemon.files_out import file_outlet
 from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
 from bot.daemon.router import Router
@@ -106,11 +107,18 @@ class Daemon:
             )
             for store in (inbound, pairing, state):
                 await store.setup()
-            deps = ChannelDeps(state, shared_ssl_context(), loaded.data_dir, CHAT_COMMANDS)
+            deps = ChannelDeps(
+                state,
+                shared_ssl_context(),
+                loaded.data_dir,
+                CHAT_COMMANDS,
+                stream=loaded.config.agent.stream,
+            )
             channels: dict[str, Channel] = {
                 name: _load_adapter(name, loaded)(channel_settings, deps)
                 for name, channel_settings in settings.items()
             }
+            app.agent.send_files_with(file_outlet(channels))
             approvers = Approvers(settings, pairing, people=app.people)
             approvals = await approval_service(app, loaded, channels, approvers, inbound)
             router = Router(
@@ -123,6 +131,7 @@ class Daemon:
                 model_label=loaded.config.provider.label,
                 approvals=approvals,
                 linking=Linking(app.people, pairing, app.memory),
+                media=app.media,
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
             daemon = cls(

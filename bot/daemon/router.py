@@ -29,16 +29,19 @@ from bot.core.channel import (
     Channel,
     DeliveryError,
     PressReply,
+    ReplySink,
     ShuttingDown,
     StreamingChannel,
 )
-from bot.core.chat_commands import HELP, parse_command
+from bot.core.chat_commands import HELP, UNKNOWN, parse_command
+from bot.core.conversation import ImagePart
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
 from bot.daemon.access import AccessControl
 from bot.daemon.linking import Linking
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.daemon.status import describe_status
+from bot.media.prepare import MediaIntake, TurnInput
 from bot.store.inbound import InboundStore
 from bot.store.pairing import PairingStore
 
@@ -60,7 +63,9 @@ class Router:
         model_label: str = "",
         approvals: ApprovalService | None = None,
         linking: Linking | None = None,
+        media: MediaIntake | None = None,
     ) -> None:
+        self._media = media  # without it, attachments are only named to the model
         self._linking = linking
         self._approvals = approvals
         self._agent = agent
@@ -232,6 +237,8 @@ class Router:
                 running=self._runner.is_running(message.session),
                 waiting=self._runner.waiting(message.session),
             )
+        elif name == UNKNOWN:
+            text = f"That is not one of my commands.\n\n{HELP}"
         else:
             text = HELP
         await self._finish([job], self._channels[message.channel], text)
@@ -255,18 +262,24 @@ class Router:
             await self._scheduled_turn(jobs[0].message, jobs[0].scheduled)
             return
         message = jobs[-1].message
-        text = "\n\n".join(with_attachments(job.message) for job in jobs)
-        if text != message.text:
-            message = dataclasses.replace(message, text=text)
         channel = self._channels[message.channel]
+        sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
         try:
             async with channel.typing(message):
-                text = await self._answer(message, channel, jobs[0])
-                await self._finish(jobs, channel, text)
+                given = await self._take_in(jobs, channel)
+                if given.text != message.text:
+                    message = dataclasses.replace(message, text=given.text)
+                text = given.answer  # set when there is nothing for the model (a voice note)
+                if text is None:
+                    text = given.reply(await self._answer(message, jobs[0], sink, given.images))
+                await self._finish(jobs, channel, text, sink)
         except asyncio.CancelledError as exc:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
             raise
+        finally:
+            if sink is not None:
+                sink.close()
 
     async def _scheduled_turn(self, message: InboundMessage, scheduled: Scheduled) -> None:
         outcome = scheduled.result
@@ -287,8 +300,21 @@ class Router:
         if not outcome.done():
             outcome.set_result(result)
 
-    async def _answer(self, message: InboundMessage, channel: Channel, job: Job) -> str:
-        sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
+    async def _take_in(self, jobs: list[Job], channel: Channel) -> TurnInput:
+        """What the model gets from the jobs' messages: pictures and transcripts (fetched
+        now, never stored with the inbound message), or just the files' names."""
+        messages = [job.message for job in jobs]
+        if self._media is None:
+            return TurnInput("\n\n".join(with_attachments(m) for m in messages))
+        return await self._media.prepare(messages, channel.fetch)
+
+    async def _answer(
+        self,
+        message: InboundMessage,
+        job: Job,
+        sink: ReplySink | None,
+        images: tuple[ImagePart, ...] = (),
+    ) -> str:
         try:
             result = await self._agent.run_turn(
                 message,
@@ -296,6 +322,8 @@ class Router:
                 on_text=sink,
                 inbound_id=job.row_id,
                 replayed=job.replayed,
+                on_progress=sink.status if sink is not None else None,
+                images=images,
             )
         except UserError as exc:
             log.warning("turn in %s failed: %s", message.session, exc)
@@ -304,11 +332,15 @@ class Router:
             return bug_message(log_bug(log, f"turn in {message.session} crashed", exc))
         return result.text or "(the model sent an empty reply)"
 
-    async def _finish(self, jobs: list[Job], channel: Channel, text: str) -> None:
-        """Deliver the reply to the last job's message and record the outcome of all jobs."""
+    async def _finish(
+        self, jobs: list[Job], channel: Channel, text: str, sink: ReplySink | None = None
+    ) -> None:
+        """Deliver the reply to the last job's message (into its streamed draft, if one is
+        shown) and record the outcome of all jobs."""
         message = jobs[-1].message
+        reply = OutboundMessage.reply(message, text)
         try:
-            await channel.send(OutboundMessage.reply(message, text))
+            await (sink.finish(reply) if sink is not None else channel.send(reply))
         except DeliveryError as exc:
             log.error("reply in %s was not delivered: %s", message.session, exc)
             status, note = "failed", str(exc)

@@ -4,24 +4,34 @@ Each reading is one call behind the bus's gate (the whole trigger, wait and
 read sequence), so two readings on one bus never interleave. The drivers with
 the datasheet maths live in ``bme280.py`` and ``sht31.py``. With
 ``pin_factory = "mock"`` the readings are simulated (and say so), so PinClaw
-can be tried on any machine.
+can be tried on any machine. A bank may be given a ``ReadingSink`` (the
+readings history): every reading it takes is handed to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot.config.hardware import HardwareConfig, Sensor
 from bot.core.errors import ToolError
 from bot.hardware import bme280, sht31
 from bot.hardware.i2c import I2cBank, hex_address
+from bot.store.readings import Measurement
 
 if TYPE_CHECKING:
     from smbus2 import SMBus
 
 
 SIMULATED_C, SIMULATED_RH, SIMULATED_HPA = 21.5, 48.0, 1013.2
+
+UNITS = {"temperature": "°C", "humidity": "%RH", "pressure": "hPa"}
+"""Every quantity a built-in driver measures, with its unit."""
+QUANTITIES = {
+    "bme280": ("temperature", "humidity", "pressure"),
+    "sht31": ("temperature", "humidity"),
+}
+"""What each driver measures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,22 @@ class Reading:
             where += ", simulated"
         return f"{self.name} ({where}): {', '.join(values)}"
 
+    def measurements(self) -> list[Measurement]:
+        """The reading as one value per quantity, with units."""
+        values = [
+            Measurement("temperature", self.temperature_c, UNITS["temperature"]),
+            Measurement("humidity", self.humidity_pct, UNITS["humidity"]),
+        ]
+        if self.pressure_hpa is not None:
+            values.append(Measurement("pressure", self.pressure_hpa, UNITS["pressure"]))
+        return values
+
+
+class ReadingSink(Protocol):
+    """Where a bank hands every reading it takes (the readings history)."""
+
+    async def record(self, reading: Reading) -> None: ...
+
 
 class SensorBank:
     """The configured sensors, read through the shared ``I2cBank`` (and its gates)."""
@@ -56,6 +82,11 @@ class SensorBank:
         self._i2c = i2c
         # pin_factory = "mock" simulates the whole board, sensors included.
         self._simulated = config.pin_factory == "mock"
+        self._sink: ReadingSink | None = None
+
+    def record_to(self, sink: ReadingSink) -> None:
+        """Hand every reading taken from now on to ``sink``."""
+        self._sink = sink
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -67,8 +98,18 @@ class SensorBank:
         sensor = self._sensor(name)
         return f"{sensor.driver.upper()} at {hex_address(sensor.address)}, bus {sensor.bus}"
 
+    def quantities(self, name: str) -> tuple[str, ...]:
+        """What the sensor called ``name`` measures: ``temperature``, ``humidity``…"""
+        return QUANTITIES[self._sensor(name).driver]
+
     async def read_sensor(self, name: str) -> Reading:
-        """Measure the sensor called ``name`` now."""
+        """Measure the sensor called ``name`` now (and hand the reading to the sink)."""
+        reading = await self._measure(name)
+        if self._sink is not None:
+            await self._sink.record(reading)
+        return reading
+
+    async def _measure(self, name: str) -> Reading:
         sensor = self._sensor(name)
         address = sensor.address
         if self._simulated:

@@ -44,6 +44,7 @@ from bot.providers.http import ProviderHttp, iter_sse
 from bot.providers.schema import SchemaStrategy, clean_schema
 from bot.providers.tool_args import decode_arguments
 from bot.providers.wire_common import (
+    for_vision,
     neutral_stop_reason,
     pick_temperature,
     system_prompt,
@@ -120,7 +121,7 @@ class AnthropicProvider:
         body: dict[str, Any] = {
             "model": self._spec.model,
             "max_tokens": token_limit(self._spec, request),
-            "messages": to_messages(request.messages),
+            "messages": to_messages(for_vision(self._spec, request).messages),
         }
         system = system_prompt(request)
         if system is not None:
@@ -287,7 +288,14 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
             "is_error": message.is_error,
         }
         return "user", [result]
-    blocks: list[dict[str, Any]] = []
+    # Pictures before the text about them, as Anthropic advises.
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64()},
+        }
+        for image in message.images
+    ]
     if message.content.strip():
         blocks.append({"type": "text", "text": message.content})
     if message.role == "assistant":

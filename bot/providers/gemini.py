@@ -40,6 +40,7 @@ from bot.providers.http import ProviderHttp, iter_sse
 from bot.providers.schema import SchemaStrategy, clean_schema
 from bot.providers.tool_args import decode_arguments
 from bot.providers.wire_common import (
+    for_vision,
     neutral_stop_reason,
     pick_temperature,
     system_prompt,
@@ -131,7 +132,7 @@ class GeminiProvider:
         temperature = pick_temperature(self._spec, request)
         if temperature is not None:
             config["temperature"] = temperature
-        body: dict[str, Any] = {"contents": to_contents(request.messages)}
+        body: dict[str, Any] = {"contents": to_contents(for_vision(self._spec, request).messages)}
         system = system_prompt(request)
         if system is not None:
             body["systemInstruction"] = {"parts": [{"text": system}]}
@@ -251,7 +252,11 @@ def _parts(message: ChatMessage, names: Mapping[str, str]) -> tuple[str, list[di
         if _echoable(call_id):
             response["id"] = call_id
         return "user", [{"functionResponse": response}]
-    parts: list[dict[str, Any]] = []
+    # Pictures before the text about them, as Google's examples order them.
+    parts: list[dict[str, Any]] = [
+        {"inlineData": {"mimeType": image.mime_type, "data": image.base64()}}
+        for image in message.images
+    ]
     if message.content.strip():
         parts.append({"text": message.content})
     if message.role == "user":

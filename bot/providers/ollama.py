@@ -26,7 +26,7 @@ from bot.providers.openai import (
     stop_reason,
 )
 from bot.providers.schema import SchemaStrategy
-from bot.providers.wire_common import pick_temperature, system_prompt, token_limit
+from bot.providers.wire_common import for_vision, pick_temperature, system_prompt, token_limit
 
 
 class OllamaProvider:
@@ -73,7 +73,7 @@ class OllamaProvider:
             options["temperature"] = temperature
         body: dict[str, Any] = {
             "model": self._spec.model,
-            "messages": ollama_messages(request),
+            "messages": ollama_messages(for_vision(self._spec, request)),
             "stream": stream,
             "options": options,
         }
@@ -159,6 +159,8 @@ def ollama_messages(request: CompletionRequest) -> list[dict[str, Any]]:
 
 def _ollama_message(message: ChatMessage, names: dict[str, str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.images:
+        entry["images"] = [image.base64() for image in message.images]
     if message.role == "tool":
         entry["tool_name"] = message.tool_name or names.get(message.tool_call_id or "", "")
     if message.tool_calls:

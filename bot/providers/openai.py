@@ -37,6 +37,7 @@ from bot.providers.http import ProviderHttp, error_detail, iter_sse
 from bot.providers.schema import SchemaStrategy, clean_schema
 from bot.providers.tool_args import decode_arguments
 from bot.providers.wire_common import (
+    for_vision,
     neutral_stop_reason,
     pick_temperature,
     system_prompt,
@@ -90,7 +91,8 @@ class OpenAIProvider:
 
     def request_body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body for ``request``."""
-        body: dict[str, Any] = {"model": self._spec.model, "messages": openai_messages(request)}
+        messages = openai_messages(for_vision(self._spec, request))
+        body: dict[str, Any] = {"model": self._spec.model, "messages": messages}
         # api.openai.com deprecated max_tokens (reasoning models reject it); most
         # compatible servers only know max_tokens.
         body["max_completion_tokens" if self._official else "max_tokens"] = token_limit(
@@ -263,6 +265,15 @@ def _openai_message(message: ChatMessage) -> dict[str, Any]:
                 for call in message.tool_calls
             ],
         }
+    if message.images:
+        # Pictures first, then the words about them (as the API's own examples order them).
+        parts: list[dict[str, Any]] = [
+            {"type": "image_url", "image_url": {"url": image.data_url()}}
+            for image in message.images
+        ]
+        if message.content:
+            parts.append({"type": "text", "text": message.content})
+        return {"role": message.role, "content": parts}
     return {"role": message.role, "content": message.content}
 
 

@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from bot.config import ProviderSpec
-from bot.core.conversation import MAX_TOKENS, TOOL_USE, CompletionRequest, StopReason
+from bot.core.conversation import (
+    BLIND_NOTE,
+    MAX_TOKENS,
+    TOOL_USE,
+    ChatMessage,
+    CompletionRequest,
+    StopReason,
+)
+
+
+def for_vision(spec: ProviderSpec, request: CompletionRequest) -> CompletionRequest:
+    """``request`` as this model can take it: without vision, each message's pictures
+    become one line of text saying a picture was left out (a fallback model may be blind
+    where the main one sees)."""
+    if spec.sees_images or not any(m.images for m in request.messages):
+        return request
+    return dataclasses.replace(request, messages=tuple(_blind(m) for m in request.messages))
+
+
+def _blind(message: ChatMessage) -> ChatMessage:
+    if not message.images:
+        return message
+    content = f"{message.content}\n{BLIND_NOTE}" if message.content else BLIND_NOTE
+    return dataclasses.replace(message, content=content, images=())
 
 
 def token_limit(spec: ProviderSpec, request: CompletionRequest) -> int:

@@ -15,7 +15,9 @@ The client itself (intents, caches, endpoints) is in ``discord_client.py``;
 messages are normalised in ``discord_events.py``, slash commands live in
 ``discord_commands.py``, outbound pieces and error classes in
 ``discord_send.py``, approval requests in ``discord_approvals.py`` and button
-presses in ``discord_presses.py``. One Discord channel per process is supported.
+presses in ``discord_presses.py``; a reply is shown as it is written in a message
+edited about once a second (``draft.py``). One Discord channel per process is
+supported.
 """
 
 from __future__ import annotations
@@ -35,16 +37,25 @@ from bot.core.channel import (
     ChatTarget,
     DeliveryError,
     Inbox,
+    ReplySink,
     ShuttingDown,
 )
 from bot.core.delivery import send_with_retries
+from bot.core.draft import Draft
 from bot.core.errors import log_bug
-from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.messages import (
+    Attachment,
+    Button,
+    InboundMessage,
+    OutboundFile,
+    OutboundMessage,
+)
 from bot.core.pacing import Pacer
 from bot.core.typing_indicator import keep_typing
 from channels.discord.approvals import ApprovalMessages
 from channels.discord.client import PinClawClient, point_discord_at
 from channels.discord.commands import SlashCommands, reply
+from channels.discord.draft import DiscordDraft
 from channels.discord.events import from_message, interaction_id_of
 from channels.discord.presses import Presses
 from channels.discord.send import (
@@ -57,6 +68,7 @@ from channels.discord.send import (
     post,
 )
 from channels.discord.settings import DiscordSettings
+from channels.discord.upload import send_file as upload
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +102,7 @@ class DiscordChannel:
         self._give_up_timer: asyncio.TimerHandle | None = None
         self._approvals = ApprovalMessages(self._require_client, self._pacer)
         self._presses = Presses()
+        self._stream = settings.streams(deps.stream)
 
     # -- running ------------------------------------------------------------
 
@@ -261,6 +274,17 @@ class DiscordChannel:
     def direct_target(self, user_id: str) -> ChatTarget | None:
         """The DM with ``user_id``, opened when a request is first posted there."""
         return self._approvals.direct_target(user_id)
+
+    async def send_file(self, file: OutboundFile) -> None:
+        """Post a message carrying the file (Discord takes up to 10 MiB from bots)."""
+        await upload(self._require_client, self._pacer, file)
+
+    def text_sink(self, message: InboundMessage) -> ReplySink | None:
+        """A draft of the reply, edited as the model writes it; None when ``stream`` is off
+        and for slash commands (their answers go through the interaction)."""
+        if not self._stream or interaction_id_of(message.message_id) is not None:
+            return None
+        return Draft(DiscordDraft(self._require_client, self._pacer, message), self.send)
 
     @contextlib.asynccontextmanager
     async def typing(self, message: InboundMessage) -> AsyncIterator[None]:

@@ -18,6 +18,9 @@ is ``slack_approvals``. Button presses are acknowledged at once and handed to
 ``inbox.press`` in the background; the answer is shown to the presser alone
 (``slack_presses``).
 
+Streaming: a reply is shown as it is written, in a message edited about once a
+second (``draft.py``); ``stream = false`` sends it whole at the end.
+
 Progress: Slack has no typing indicator for bots, so the message being answered
 gets an :eyes: reaction (``progress_reaction``) until the reply is out. Without
 the ``reactions:write`` scope this is logged once and skipped.
@@ -35,14 +38,22 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from bot.core.channel import ChannelDeps, ChannelStatus, ChatTarget, Inbox
+from bot.core.channel import ChannelDeps, ChannelStatus, ChatTarget, Inbox, ReplySink
 from bot.core.delivery import send_with_retries
+from bot.core.draft import Draft
 from bot.core.errors import PinclawError, log_bug
-from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.messages import (
+    Attachment,
+    Button,
+    InboundMessage,
+    OutboundFile,
+    OutboundMessage,
+)
 from bot.core.pacing import Pacer
 from channels.slack.approvals import DirectChats, SlackApprovals
 from channels.slack.client import ProgressReaction, SlackWeb
 from channels.slack.connection import serve_http, serve_socket
+from channels.slack.draft import SlackDraft
 from channels.slack.events import (
     BotIdentity,
     Directory,
@@ -61,6 +72,7 @@ from channels.slack.send import (
     post_ephemeral_response,
 )
 from channels.slack.settings import SlackSettings
+from channels.slack.upload import send_file as upload
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +101,7 @@ class SlackChannel:
         self._progress = ProgressReaction(self._web, settings.progress_reaction)
         self._dms = DirectChats(deps.state, self._web.client)
         self._approvals = SlackApprovals(self._web, self._pacer, self._dms)
+        self._stream = settings.streams(deps.stream)
 
     async def run(self, inbox: Inbox) -> None:
         """Check the tokens, then serve events until cancelled; raise when the link is lost."""
@@ -135,6 +148,23 @@ class SlackChannel:
     def direct_target(self, user_id: str) -> ChatTarget | None:
         """The app's DM with ``user_id``."""
         return self._approvals.direct_target(user_id)
+
+    async def send_file(self, file: OutboundFile) -> None:
+        """Upload a file and share it in the conversation (Slack takes up to 1 GB)."""
+        await upload(self._web, self._pacer, file)
+
+    def text_sink(self, message: InboundMessage) -> ReplySink | None:
+        """A draft of the reply, edited as the model writes it; None when ``stream`` is off
+        and for slash commands (their answers are seen only by the person, not editable)."""
+        if not self._stream or command_user(message.message_id) is not None:
+            return None
+        surface = SlackDraft(self._web, self._pacer, message, self._answered_in)
+        return Draft(surface, self.send)
+
+    async def _answered_in(self, message: OutboundMessage) -> None:
+        """Remember the channel thread a reply went to (a reply there needs no @mention)."""
+        if message.thread_id and not message.chat_id.startswith("D"):
+            await self._threads.remember(message.chat_id, message.thread_id)
 
     @contextlib.asynccontextmanager
     async def typing(self, message: InboundMessage) -> AsyncIterator[None]:

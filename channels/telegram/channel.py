@@ -4,8 +4,10 @@
 list differs, then receives updates by long polling (``telegram_polling``) or
 by webhook (``telegram_webhook``), normalises them (``telegram_updates``) and
 puts them into the inbox before Telegram is told they arrived. ``send`` renders
-Telegram HTML, splits, paces and retries (``telegram_send``); ``typing`` keeps
-"typing…" visible; ``fetch`` downloads attachments up to Telegram's 20 MB.
+Telegram HTML, splits, paces and retries (``telegram_send``); ``text_sink``
+shows a reply as it is written, in a message edited about once a second
+(``draft.py``); ``typing`` keeps "typing…" visible; ``fetch`` downloads
+attachments up to Telegram's 20 MB.
 As an ``ApprovalSurface`` it posts approval requests with inline buttons and
 edits them into their record; taps on those buttons (callback queries) go to
 ``inbox.press`` through ``telegram_presses``, never through the inbound store.
@@ -30,18 +32,28 @@ from bot.core.channel import (
     ChatTarget,
     DeliveryError,
     Inbox,
+    ReplySink,
     ShuttingDown,
 )
 from bot.core.delivery import send_with_retries
+from bot.core.draft import Draft
 from bot.core.errors import log_bug
-from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
+from bot.core.messages import (
+    Attachment,
+    Button,
+    InboundMessage,
+    OutboundFile,
+    OutboundMessage,
+)
 from bot.core.typing_indicator import keep_typing
 from channels.telegram.client import TelegramClient, classify
+from channels.telegram.draft import TelegramDraft
 from channels.telegram.events import BotIdentity, normalise
 from channels.telegram.polling import Poller
 from channels.telegram.presses import PressHandler
 from channels.telegram.send import Sender, chat_ref
 from channels.telegram.settings import TelegramSettings
+from channels.telegram.upload import send_file as upload
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +83,7 @@ class TelegramChannel:
         self._me: BotIdentity | None = None
         self._inbox: Inbox | None = None
         self._commands_checked = False
+        self._stream = settings.streams(deps.stream)
 
     async def run(self, inbox: Inbox) -> None:
         """Receive updates until cancelled; raise when the connection is lost."""
@@ -124,6 +137,17 @@ class TelegramChannel:
     def direct_target(self, user_id: str) -> ChatTarget | None:
         """The private chat with a user: its id is the user's (the user must have started it)."""
         return ChatTarget(self.name, user_id) if user_id.isdigit() else None
+
+    async def send_file(self, file: OutboundFile) -> None:
+        """Upload a document or a picture (Telegram takes up to 50 MB from bots)."""
+        async with self._client.api() as bot:
+            await upload(bot, self._sender, file)
+
+    def text_sink(self, message: InboundMessage) -> ReplySink | None:
+        """A draft of the reply, edited as the model writes it (None when ``stream`` is off)."""
+        if not self._stream:
+            return None
+        return Draft(TelegramDraft(self._client, self._sender, message), self.send)
 
     def typing(self, message: InboundMessage) -> AbstractAsyncContextManager[None]:
         """Show "typing…" in the message's chat (and topic) until the block exits."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
@@ -76,6 +76,38 @@ class Sender:
                     )
                 )
         return sent
+
+    async def edit(self, bot: Bot, chat_id: str, message_id: int, text: str) -> bool:
+        """Show ``text`` (markdown that fits one message) in message ``message_id``, without
+        buttons; False when that message can no longer be edited."""
+        pieces = split_reply(text)
+        if not pieces:
+            return True
+        what = f"the draft {message_id} in {chat_id}"
+        async with self._slot(chat_id):
+            return await self._edit_piece(bot, chat_ref(chat_id), message_id, pieces[0], what)
+
+    async def send_into(self, bot: Bot, message: OutboundMessage, message_id: int) -> bool:
+        """Deliver ``message`` with its first piece edited into message ``message_id`` (its
+        draft) and the rest sent after it; False, with nothing sent, when that message
+        cannot take it (gone, too old, refused)."""
+        pieces = split_reply(message.text)
+        if not pieces or message.buttons:
+            return False
+        chat = chat_ref(message.chat_id)
+        what = f"the reply to {message.chat_id}"
+        try:
+            async with self._slot(message.chat_id):
+                if not await self._edit_piece(bot, chat, message_id, pieces[0], what):
+                    return False
+        except DeliveryError as exc:
+            log.warning("telegram: could not edit the draft of %s: %s", what, exc)
+            return False
+        for number, piece in enumerate(pieces[1:], 2):
+            async with self._slot(message.chat_id):
+                options = _in_thread(message.thread_id)
+                await self._send_piece(bot, chat, piece, options, f"part {number} of {what}")
+        return True
 
     async def replace(
         self, bot: Bot, chat_id: str, message_id: int, text: str, thread_id: str | None
@@ -162,6 +194,10 @@ class Sender:
             return await bot.send_message(chat, piece.source, **options)
 
         return await send_with_retries(attempt, classify, what=what)
+
+    def paced(self, chat_id: str) -> AbstractAsyncContextManager[None]:
+        """A send slot in ``chat_id``, shared with replies: for other sends (files)."""
+        return self._slot(chat_id)
 
     @asynccontextmanager
     async def _slot(self, chat_id: str) -> AsyncIterator[None]:

@@ -99,6 +99,11 @@ class Inspection:
         with self.world.lock:
             return self.world.messages[str(message_id)]
 
+    def uploaded(self, attachment: JSON) -> bytes:
+        """The bytes the bot uploaded for an attachment of one of its messages."""
+        with self.world.lock:
+            return self.world.uploads[str(attachment["id"])]
+
     def deleted(self, message_id: str) -> bool:
         """Whether the bot deleted this message."""
         with self.world.lock:

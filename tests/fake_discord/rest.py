@@ -104,10 +104,16 @@ async def create_message(ctx: Ctx, req: Req) -> web.Response:
     channel = _channel(ctx, req)
     msg = messages.build(ctx.world, channel["id"], req.json())
     if req.files:
-        msg["attachments"] = [
-            {"id": payloads.snowflake(), "url": f"{ctx.gateway.ws_root()}/attachments/x", **f}
-            for f in req.files
-        ]
+        attachments = []
+        for f in req.files:
+            described = {k: v for k, v in f.items() if k != "data" and v != ""}
+            attachment = {"id": payloads.snowflake(), **described}
+            url = f"{ctx.gateway.ws_root()}/attachments/{attachment['id']}"
+            attachment.update(url=url, proxy_url=url)
+            with ctx.world.lock:
+                ctx.world.uploads[attachment["id"]] = f.get("data", b"")
+            attachments.append(attachment)
+        msg["attachments"] = attachments
     ctx.world.store_message(msg)
     await messages.echo(ctx, "MESSAGE_CREATE", msg)
     return reply(msg)
@@ -248,7 +254,14 @@ async def _read_body(request: web.Request) -> tuple[Any, list[JSON]]:
             if part.name == "payload_json":
                 body = json.loads(data)
             else:
-                files.append({"filename": part.filename or "", "size": len(data)})
+                files.append(
+                    {
+                        "filename": part.filename or "",
+                        "size": len(data),
+                        "content_type": part.headers.get("Content-Type", ""),
+                        "data": bytes(data),
+                    }
+                )
         return body, files
     raw = await request.read()
     try:

@@ -88,6 +88,7 @@ class World:
         self.channels: dict[str, JSON] = {}
         self.dm_channels: dict[str, str] = {}
         self.messages: dict[str, JSON] = {}
+        self.uploads: dict[str, bytes] = {}  # the bytes of each attachment the bot sent
         self.deleted: set[str] = set()
         self.commands: dict[str | None, list[JSON]] = {}
         self.command_puts: dict[str | None, int] = {}

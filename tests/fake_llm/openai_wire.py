@@ -3,13 +3,15 @@
 Requests are checked the way api.openai.com checks them (a broken request gets the
 400 error body the real API sends), then ``Say`` / ``CallTools`` replies are answered
 as a ``chat.completion`` object or as ``chat.completion.chunk`` server-sent events:
-text split over several deltas, each tool call's arguments split over several
+text split over several deltas (``pieces`` of them, ``pause_s`` apart when the
+reply asks for a slow model), each tool call's arguments split over several
 fragments keyed by ``index``, a usage chunk when ``stream_options.include_usage``
 asks for one, and ``data: [DONE]``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from typing import Any
@@ -179,7 +181,10 @@ class OpenAIWire:
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for event in _chunks(head, reply.text, calls, usage if include_usage else None):
+        events = _chunks(head, reply.text, calls, usage if include_usage else None, reply.pieces)
+        for event in events:
+            if reply.pause_s and _carries_text(event):
+                await asyncio.sleep(reply.pause_s)  # a slow model
             await response.write(f"data: {json.dumps(event)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
@@ -208,12 +213,21 @@ def _completion(
     return {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
 
 
+def _carries_text(event: dict[str, Any]) -> bool:
+    choices = event.get("choices") or [{}]
+    return bool(choices[0].get("delta", {}).get("content"))
+
+
 def _chunks(
-    head: dict[str, Any], text: str, calls: list[Call], usage: dict[str, int] | None
+    head: dict[str, Any],
+    text: str,
+    calls: list[Call],
+    usage: dict[str, int] | None,
+    pieces: int = 3,
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` events of a streamed answer, without ``[DONE]``."""
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-    deltas += [{"content": piece} for piece in split_text(text)]
+    deltas += [{"content": piece} for piece in split_text(text, pieces)]
     for i, (cid, name, args) in enumerate(calls):
         opening = {"index": i, "id": cid, "type": "function"}
         deltas.append({"tool_calls": [{**opening, "function": {"name": name, "arguments": ""}}]})

@@ -10,9 +10,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Say:
-    """Answer with plain text (which may contain XML tool-call markup)."""
+    """Answer with plain text (which may contain XML tool-call markup).
+
+    Streamed (OpenAI wire), the text comes in ``pieces`` deltas, each after ``pause_s``
+    seconds: a slow model, for tests of what a chat shows while it writes.
+    """
 
     text: str
+    pieces: int = 3
+    pause_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,8 @@ class CallTools:
 
     calls: list[tuple[str, dict[str, Any] | str]]
     text: str = ""
+    pieces: int = 3
+    pause_s: float = 0.0  # as for ``Say``: how the text before the calls is streamed
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ class ApiCall:
     http_method: str
     status: int
     response: JSON
+    at: float = field(default_factory=time.monotonic)  # when it was answered
 
     @property
     def ok(self) -> bool:

@@ -112,6 +112,7 @@ class FakeSlack(Waiting, ThreadedServer):
         app.router.add_get("/socket", self.socket.handle)
         app.router.add_post("/hooks/{kind}/{team}/{hook_id}/{secret}", self.simulator.handle_hook)
         app.router.add_get("/files-pri/{team_file}/{tail:.*}", self.web.download)
+        app.router.add_post("/upload/v1/{file_id}", self.web.upload)
         app.router.add_get("/login", self.web.login_page)
         return app
 

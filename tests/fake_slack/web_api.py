@@ -1,4 +1,6 @@
-"""The fake Web API: ``{root}/api/<method>`` plus ``url_private`` file downloads.
+"""The fake Web API: ``{root}/api/<method>`` plus ``url_private`` file downloads, and the
+upload URLs of Slack's file upload flow (``files.getUploadURLExternal``, a POST of the
+bytes to the URL it returns, ``files.completeUploadExternal`` sharing the file).
 
 Arguments are read from the query string, a form body or a JSON body (merged in that
 order); ``blocks`` / ``attachments`` sent as JSON strings in forms are decoded. The token
@@ -9,6 +11,7 @@ HTTP 200 with ``{"ok": false, "error": ...}``; only injected faults choose a sta
 from __future__ import annotations
 
 import collections
+import mimetypes
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +21,7 @@ from aiohttp import web
 
 from tests.fake_slack.message_rules import decode_json_field, message_problem
 from tests.fake_slack.records import JSON, ApiCall, Fault
-from tests.fake_slack.workspace import Workspace
+from tests.fake_slack.workspace import StoredFile, Workspace
 
 Handler = Callable[[JSON], JSON]
 _APP_ONLY = {"apps.connections.open"}
@@ -61,7 +64,10 @@ class WebApi:
             "users.info": self.users_info,
             "conversations.info": self.conversations_info,
             "files.info": self.files_info,
+            "files.getUploadURLExternal": self.upload_url,
+            "files.completeUploadExternal": self.complete_upload,
         }
+        self.pending: dict[str, JSON] = {}  # uploads announced, not yet completed
 
     async def handle(self, request: web.Request) -> web.Response:
         """Answer one ``/api/<method>`` request."""
@@ -105,6 +111,22 @@ class WebApi:
         if stored is None:
             raise web.HTTPNotFound()
         return web.Response(body=stored.content, content_type=stored.mimetype)
+
+    async def upload(self, request: web.Request) -> web.Response:
+        """The upload URL ``files.getUploadURLExternal`` hands out: it takes the raw bytes."""
+        file_id = request.match_info["file_id"]
+        data = await request.read()
+        with self.lock:
+            pending = self.pending.get(file_id)
+            if pending is not None:
+                pending["data"] = data
+            status = 200 if pending is not None else 404
+            args = {"file_id": file_id, "size": len(data)}
+            self.calls.append(ApiCall("upload", args, None, request.method, status, {}))
+            self.lock.notify_all()
+        if pending is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=f"OK - {len(data)}")
 
     async def login_page(self, request: web.Request) -> web.Response:
         """What a browser (or a client without the token) gets from ``url_private``."""
@@ -252,6 +274,51 @@ class WebApi:
             "comments": [],
             "response_metadata": {"next_cursor": ""},
         }
+
+    def upload_url(self, args: JSON) -> JSON:
+        """``files.getUploadURLExternal``: where to post a file of ``length`` bytes."""
+        filename, length = str(args.get("filename") or ""), str(args.get("length") or "")
+        if not filename or not length.isdigit() or int(length) < 1:
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = self.ws.next_id("F")
+        self.pending[file_id] = {"filename": filename, "length": int(length), "data": None}
+        return {"ok": True, "upload_url": f"{self.root()}/upload/v1/{file_id}", "file_id": file_id}
+
+    def complete_upload(self, args: JSON) -> JSON:
+        """``files.completeUploadExternal``: store the uploaded files and share them in
+        ``channel_id`` (in ``thread_ts``), with ``initial_comment`` as the message text."""
+        files = decode_json_field(args.get("files"))
+        if not isinstance(files, list) or not files:
+            return {"ok": False, "error": "invalid_arguments"}
+        pending = [self.pending.get(str(f.get("id"))) for f in files]
+        if any(p is None or p["data"] is None for p in pending):
+            return {"ok": False, "error": "file_not_found"}
+        if any(len(p["data"]) != p["length"] for p in pending if p is not None):
+            return {"ok": False, "error": "file_upload_size_mismatch"}
+        channel = str(args.get("channel_id") or "")
+        conversation = self.ws.conversation(channel) if channel else None
+        if channel and conversation is None:
+            return {"ok": False, "error": "channel_not_found"}
+        stored = []
+        for item, upload in zip(files, pending, strict=True):
+            assert upload is not None
+            file_id = str(item["id"])
+            name = upload["filename"]
+            kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            self.pending.pop(file_id)
+            self.ws.files[file_id] = StoredFile(
+                file_id, name, upload["data"], kind, self.ws.bot_user.id
+            )
+            info = self.ws.files[file_id].info(self.root(), self.ws.team_id)
+            stored.append({**info, "title": str(item.get("title") or name)})
+        if conversation is not None:
+            message = self.ws.bot_message(
+                str(args.get("initial_comment") or ""), None, args.get("thread_ts") or None
+            )
+            message["files"] = stored
+            self.ws.store(conversation.id, message)
+            self.on_posted(conversation.id, message)
+        return {"ok": True, "files": [{"id": f["id"], "title": f["title"]} for f in stored]}
 
     def _reaction_key(self, args: JSON) -> tuple[tuple[str, str] | None, str]:
         channel, ts = str(args.get("channel", "")), str(args.get("timestamp", ""))
