@@ -50,8 +50,11 @@ def daemon_config(
     }
     if security is not None:
         raw["security"] = security
-    # The status endpoint is off unless a test asks for it, so daemons never share a port.
-    return {**raw, "web": {"listen": "off"}, **(tables or {})}
+    # The status endpoint is off unless a test asks for it, so daemons never share a port;
+    # replies are not streamed unless a test asks, so a slow turn on a busy machine never
+    # shows a draft where a test expects the reply.
+    quiet = {"web": {"listen": "off"}, "agent": {"stream": False}}
+    return {**raw, **quiet, **(tables or {})}
 
 
 @asynccontextmanager

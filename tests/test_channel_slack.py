@@ -24,6 +24,7 @@ from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessag
 from bot.daemon.main import Daemon
 from channels.slack.channel import SlackChannel
 from channels.slack.format import MESSAGE_LIMIT
+from tests.channel_tables import slack_table as shared_slack_table
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import FakeLLM, Say, Stall
 from tests.fake_slack import (
@@ -50,16 +51,7 @@ def slack() -> Iterator[FakeSlack]:
 
 def slack_table(slack: FakeSlack, **settings: Any) -> dict[str, Any]:
     """The ``[channels.slack]`` table: fast pings, no pacing delay, Alice allowed."""
-    table = {
-        "bot_token": slack.bot_token,
-        "app_token": slack.app_token,
-        "api_base_url": slack.api_url,
-        "allowed_users": [ALICE],
-        "ping_interval_s": 0.1,
-        "send_interval_s": 0,
-        **settings,
-    }
-    return {"slack": table}
+    return {"slack": shared_slack_table(slack, **settings)}
 
 
 @asynccontextmanager

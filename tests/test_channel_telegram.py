@@ -30,6 +30,7 @@ from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessag
 from bot.daemon.main import Daemon
 from channels.telegram.channel import TelegramChannel
 from channels.telegram.webhook import SECRET_HEADER
+from tests.channel_tables import telegram_table
 from tests.daemon_harness import PINCLAW, DaemonProcess, running_daemon, telegram_run_config
 from tests.fake_llm import FakeLLM, Say, Stall
 from tests.fake_telegram import Call, FakeTelegram, make_chat, parse_html, utf16_len
@@ -47,13 +48,7 @@ def _is_a_channel(channel: TelegramChannel) -> Channel:
 
 def channel_table(telegram: FakeTelegram, **extra: Any) -> dict[str, Any]:
     """A ``[channels.telegram]`` table pointing at the fake, with Ada as the owner."""
-    return {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-        **extra,
-    }
+    return telegram_table(telegram, **extra)
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ import pytest
 from bot.core.conversation import BLIND_NOTE
 from bot.daemon.main import Daemon
 from bot.media.prepare import BLIND_TOLD, NO_TRANSCRIPTION
+from tests.channel_tables import slack_table, telegram_table
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_discord.payloads import message as discord_message
@@ -55,14 +56,7 @@ async def telegram_daemon(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, **tables: Any
 ) -> AsyncIterator[Daemon]:
     """The daemon with Telegram (Ada allowed) and a seeing model unless ``provider`` says."""
-    channels = {
-        "telegram": {
-            "token": telegram.token,
-            "api_base_url": telegram.url,
-            "allowed_users": [OWNER],
-            "poll_timeout_s": 1,
-        }
-    }
+    channels = {"telegram": telegram_table(telegram)}
     tables.setdefault("provider", provider(llm))
     async with running_daemon(tmp_path, llm, channels, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
@@ -179,16 +173,7 @@ async def test_a_slack_photo_reaches_a_gemini_model_as_inline_data(
     photo = png(300, 200)
     llm.queue(Say("A small picture."))
     with FakeSlack.running() as slack:
-        channels = {
-            "slack": {
-                "bot_token": slack.bot_token,
-                "app_token": slack.app_token,
-                "api_base_url": slack.api_url,
-                "allowed_users": [ALICE],
-                "ping_interval_s": 0.1,
-                "send_interval_s": 0,
-            }
-        }
+        channels = {"slack": slack_table(slack)}
         tables = {"provider": provider(llm, "gemini", "gemini-2.5-flash")}
         async with running_daemon(tmp_path, llm, channels, tables=tables) as daemon:
             assert await daemon.channels["slack"].status.wait_connected(10)
@@ -318,16 +303,7 @@ async def test_a_slack_audio_file_is_transcribed_under_its_own_name(
     recording = b"\x00\x00\x00\x20ftypM4A " + bytes(200)
     llm.queue(Say("It is on."))
     with FakeSlack.running() as slack:
-        channels = {
-            "slack": {
-                "bot_token": slack.bot_token,
-                "app_token": slack.app_token,
-                "api_base_url": slack.api_url,
-                "allowed_users": [ALICE],
-                "ping_interval_s": 0.1,
-                "send_interval_s": 0,
-            }
-        }
+        channels = {"slack": slack_table(slack)}
         tables = {"transcription": {"base_url": transcription.base_url}}
         async with running_daemon(tmp_path, llm, channels, tables=tables) as daemon:
             assert await daemon.channels["slack"].status.wait_connected(10)

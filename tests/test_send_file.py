@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bot.daemon.main import Daemon
+from tests.channel_tables import slack_table, telegram_table
 from tests.cli_helpers import local_config, run, write_config
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
@@ -75,12 +76,7 @@ async def telegram_daemon(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, **options: Any
 ) -> AsyncIterator[Daemon]:
     """The daemon with the Telegram channel pointing at the fake, once connected."""
-    table = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    table = telegram_table(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": table}, **options) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -288,15 +284,7 @@ async def test_slack_gets_the_file_through_the_upload_flow_in_the_thread(
         *sends({"path": "chart.png", "caption": "Humidity, **last hour**"}),
         *sends({"path": "log.txt"}),
     )
-    table = {
-        "bot_token": slack.bot_token,
-        "app_token": slack.app_token,
-        "api_base_url": slack.api_url,
-        "allowed_users": [ALICE],
-        "ping_interval_s": 0.1,
-        "send_interval_s": 0,
-    }
-    async with running_daemon(tmp_path, llm, {"slack": table}) as daemon:
+    async with running_daemon(tmp_path, llm, {"slack": slack_table(slack)}) as daemon:
         assert await daemon.channels["slack"].status.wait_connected(10)
         (workspace(daemon) / "chart.png").write_bytes(chart)
         (workspace(daemon) / "log.txt").write_text("all quiet\n")

@@ -37,6 +37,7 @@ from bot.security.redact import Redactor
 from channels.slack.format import to_mrkdwn
 from channels.telegram.format import split_reply, to_html
 from channels.terminal import CLEAR_LINE, DIM, SPINNER_FRAMES, TerminalChannel
+from tests.channel_tables import slack_table, telegram_table
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import CallTools, FakeLLM, Say, Stall
@@ -72,13 +73,7 @@ async def telegram_daemon(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, **extra: Any
 ) -> AsyncIterator[Daemon]:
     """The daemon with the Telegram channel, Ada allowed, once it is connected."""
-    table = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-        **extra,
-    }
+    table = telegram_table(telegram, **{"stream": True, **extra})
     async with running_daemon(tmp_path, llm, {"telegram": table}) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -228,6 +223,7 @@ async def test_discord_edits_the_draft_and_ends_with_the_whole_text(
         "api_base_url": fake.api_base,
         "gateway_url": fake.gateway_url,
         "allowed_users": [fake.owner["id"]],
+        "stream": True,  # the harness turns streaming off unless a test wants it
     }
     llm.queue(SLOW)
     async with running_daemon(tmp_path, llm, {"discord": table}) as daemon:
@@ -261,15 +257,7 @@ async def slack_daemon(
     tmp_path: Path, llm: FakeLLM, slack: FakeSlack, **extra: Any
 ) -> AsyncIterator[Daemon]:
     """The daemon with the Slack channel (no extra pacing), Alice allowed, connected."""
-    table = {
-        "bot_token": slack.bot_token,
-        "app_token": slack.app_token,
-        "api_base_url": slack.api_url,
-        "allowed_users": [ALICE],
-        "ping_interval_s": 0.1,
-        "send_interval_s": 0,
-        **extra,
-    }
+    table = slack_table(slack, **{"stream": True, **extra})
     async with running_daemon(tmp_path, llm, {"slack": table}) as daemon:
         assert await daemon.channels["slack"].status.wait_connected(10)
         yield daemon

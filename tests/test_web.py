@@ -24,9 +24,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.daemon.main import Daemon
+from tests.channel_tables import telegram_table
 from tests.cli_helpers import run, write_config
 from tests.daemon_harness import running_daemon
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
 
 OWNER = 7001
@@ -38,15 +39,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def telegram_table(telegram: FakeTelegram) -> dict[str, Any]:
-    return {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
 
 
 @asynccontextmanager
@@ -101,12 +93,15 @@ def turn_tokens(state: Path) -> tuple[int, int]:
 
 
 async def a_turn_is_counted(
-    http: httpx.AsyncClient, url: str, telegram: FakeTelegram, state: Path
+    http: httpx.AsyncClient, url: str, llm: FakeLLM, telegram: FakeTelegram, state: Path
 ) -> None:
     """One Telegram message answered: /metrics counts the turn and exactly its tokens."""
     before = (await http.get(f"{url}/metrics")).text
+    llm.queue(Say("Hello, Ada."))
     telegram.user_sends(OWNER, ADA, "hello there")
-    await telegram.await_until(lambda: telegram.sent(OWNER) or None)
+    await telegram.await_until(
+        lambda: [m for m in telegram.sent(OWNER) if m.text == "Hello, Ada."] or None
+    )
     after = (await http.get(f"{url}/metrics")).text
     tokens_in, tokens_out = turn_tokens(state)
     assert tokens_in > 0 and tokens_out > 0
@@ -143,7 +138,7 @@ async def test_health_metrics_and_status_follow_the_channel_and_count_a_turn(
         assert report["scheduler"] == {"running": True}
         assert report["database"]["ok"] is True
 
-        await a_turn_is_counted(http, url, telegram, tmp_path / "state")
+        await a_turn_is_counted(http, url, llm, telegram, tmp_path / "state")
 
         shown = await pinclaw(home, "status", "--config", str(config))
         assert shown.returncode == 0, shown.stderr
