@@ -13,6 +13,9 @@ from tests.fake_embeddings import FakeEmbeddings
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 
+# The web panel's fixtures (``panel``, ``browser``), for every module that tests a page.
+pytest_plugins = ["tests.browser"]
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bot.security", "bot.providers", "bot.hardware", "bot.memory", "bot.media"),
     ("bot.agent", "bot.approvals", "bot.cron"),
     ("tools", "channels"),
-    ("bot.daemon",),
+    ("bot.daemon", "bot.panel"),
     ("bot.cli",),
 )
 """Each tuple is one layer; a module belongs to the longest prefix that names it."""

@@ -49,7 +49,7 @@ def test_the_top_levels_stay_small() -> None:
     platforms = sorted(
         p.name for p in (ROOT / "channels").iterdir() if (p / "__init__.py").exists()
     )
-    assert platforms == ["discord", "slack", "telegram"]
+    assert platforms == ["discord", "slack", "telegram", "web"]
 
 
 def test_every_package_has_a_layer() -> None:

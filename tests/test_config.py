@@ -148,7 +148,7 @@ def test_example_file_is_valid() -> None:
     uncommented = head + tables
     env = {k: "x" for k in re.findall(r"\$\{(\w+)\}", text)}
     config = parse_config(tomllib.loads(uncommented), env)
-    assert sorted(config.channels) == ["discord", "slack", "telegram"]
+    assert sorted(config.channels) == ["discord", "slack", "telegram", "web"]
 
 
 def test_example_file_documents_every_key() -> None:

@@ -83,6 +83,11 @@ class ApprovalService:
         self._waiting: dict[str, asyncio.Future[ApprovalOutcome]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def store(self) -> ApprovalStore:
+        """The requests and rules (the web panel lists and revokes them)."""
+        return self._store
+
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask the approver about one call and wait for the answer (or the expiry)."""
         person_id, person = await self._asker(request)
@@ -219,6 +224,20 @@ class ApprovalService:
             log.info("%s (%s) may not decide approval %s", user_name, user_id, approval_id)
             names = await self._approvers.describe(judged)
             return PressReply(f"Only {names} can decide on this request.")
+        return await self._settle(record, choice, await self._decider(channel, user_id, user_name))
+
+    async def decide_from_panel(self, approval_id: str, choice: Choice, person: str) -> PressReply:
+        """Settle a request for the web panel's ``person`` (logged in as the owner, who
+        may decide every request): the same record, receipt in the chat and waiting
+        tool call as a button tap in the chat."""
+        record = await self._store.get(approval_id)
+        if record is None:
+            return PressReply("This approval request does not exist.")
+        return await self._settle(record, choice, f"{person} (web panel)")
+
+    async def _settle(self, record: StoredApproval, choice: Choice, by: str) -> PressReply:
+        """Decide ``record`` as ``choice`` by ``by``: store it, wake the call, edit the chat."""
+        approval_id = record.id
         if record.status != "pending":
             return PressReply(f"Already decided: {_SETTLED.get(record.status, record.status)}.")
         if choice in ("always", "person") and record.risk == "high":
@@ -228,7 +247,6 @@ class ApprovalService:
             return PressReply("This request has nobody to remember it for; choose Always or Once.")
         status = _STATUS[choice]
         now = self._clock()
-        by = await self._decider(channel, user_id, user_name)
         if not await self._store.decide(approval_id, status, by, now):  # type: ignore[arg-type]
             return PressReply("Already decided.")
         rule = 0

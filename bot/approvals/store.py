@@ -182,6 +182,16 @@ class ApprovalStore:
         )
         return [_approval(row) for row in rows]
 
+    async def recent(self, statuses: Sequence[Status], limit: int = 10) -> list[StoredApproval]:
+        """The latest requests settled as one of ``statuses``, newest first."""
+        marks = ", ".join("?" * len(statuses))
+        rows = await self._db.conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM approvals WHERE status IN ({marks}) "
+            "ORDER BY COALESCE(decided_at, created_at) DESC LIMIT ?",
+            (*statuses, limit),
+        )
+        return [_approval(row) for row in rows]
+
     async def add_rule(
         self, tool: str, key: str, summary: str, by: str, person_id: int = EVERYONE
     ) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from bot.core.errors import UsageError
 from bot.security.audit import verify
@@ -42,6 +43,9 @@ def show_audit(path: Path, count: int) -> int:
         except ValueError:
             print(f"(unreadable line) {raw.strip()[:120]}")
             continue
+        if entry.get("kind") == "panel":  # what a person did in the web panel
+            print(_panel_line(entry))
+            continue
         args = json.dumps(entry.get("arguments", {}), ensure_ascii=False)
         args = args if len(args) <= 100 else args[:99] + "…"
         who = f" by {entry['approved_by']}" if entry.get("approved_by") else ""
@@ -52,3 +56,13 @@ def show_audit(path: Path, count: int) -> int:
             f"{entry.get('outcome', '')}"
         )
     return 0
+
+
+def _panel_line(entry: dict[str, Any]) -> str:
+    details = json.dumps(entry.get("details", {}), ensure_ascii=False)
+    details = details if len(details) <= 100 else details[:99] + "…"
+    return (
+        f"{entry.get('seq', '?'):>5} {entry.get('ts', '')[:19]} {entry.get('person', '')} "
+        f"(web panel, {entry.get('client', '')}) {entry.get('action', '')} {details} "
+        f"-> {entry.get('outcome', '')}"
+    )

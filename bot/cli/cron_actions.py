@@ -8,21 +8,20 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from bot.config import LoadedConfig, resolve_timezone
-from bot.core.conversation import ToolCall
 from bot.core.errors import UsageError, UserError
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext
 from bot.cron.jobs import (
     JobRequest,
     build_job,
+    check_command,
     job_line,
     parse_target,
     result_file,
     result_files,
+    resumed_next_run,
     run_line,
-    schedule_of,
 )
-from bot.cron.schedule import next_run
 from bot.cron.store import CronStore
 from bot.daemon.app import App, open_app
 
@@ -71,12 +70,8 @@ class CronActions:
             await self._store.update(job.id, state="paused")
             print(f"Paused job #{job.id} '{job.name}'.")
         else:
-            upcoming = next_run(schedule_of(job), datetime.now(UTC))
-            if upcoming is None:
-                raise UserError(f"job #{job.id} has no run left; add it again with a new time")
-            await self._store.update(
-                job.id, state="active", failures=0, next_run=upcoming.timestamp()
-            )
+            upcoming = resumed_next_run(job, datetime.now(UTC))
+            await self._store.update(job.id, state="active", failures=0, next_run=upcoming)
             print(f"Resumed {job_line(await self._store.get(job.id) or job, self._zone)}.")
         return 0
 
@@ -128,8 +123,6 @@ class CronActions:
             timezone=self._zone,
             origin="cli",
         )
-        verdict = self._app.gate.preflight(ToolCall("cli", "shell", {"command": command}), ctx)
-        if verdict.action == "block":
-            raise UserError(f"this command cannot be scheduled: {verdict.reason}")
-        if verdict.action == "ask":
-            print(f"Note: {verdict.reason}; each run will ask for approval.")
+        note = check_command(self._app.gate.preflight, command, ctx)
+        if note:
+            print(f"Note: {note}.")

@@ -32,6 +32,7 @@ from bot.cli.service import add_service_commands
 from bot.cli.sessions import add_sessions_commands
 from bot.cli.status import add_status_commands
 from bot.cli.usage import add_usage_commands
+from bot.cli.web import add_web_commands
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_inbox_commands,
         add_memory_commands, add_people_commands, add_sessions_commands, add_hardware_commands,
         _files, add_db_commands, add_service_commands, add_status_commands, add_doctor_commands,
-        add_completion_commands, add_usage_commands,
+        add_completion_commands, add_usage_commands, add_web_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser

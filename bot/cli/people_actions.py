@@ -9,7 +9,7 @@ from bot.config import LoadedConfig
 from bot.core.errors import UsageError
 from bot.memory.store import MemoryStore
 from bot.store.db import Database
-from bot.store.people import LINK_TTL_S, TERMINAL, PeopleStore, Person
+from bot.store.people import LINK_TTL_S, OWNER_ACCOUNTS, TERMINAL, PeopleStore, Person
 
 _HOW = {"owner": "the terminal", "seen": "wrote", "paired": "paired", "linked": "linked"}
 
@@ -80,8 +80,9 @@ async def _link(people: PeopleStore, ref: str) -> None:
 
 
 async def _unlink(people: PeopleStore, account: str) -> None:
-    if account == TERMINAL:
-        raise UsageError("the terminal always belongs to the owner")
+    if account in OWNER_ACCOUNTS:
+        what = "the terminal" if account == TERMINAL else f"{account} (the web chat)"
+        raise UsageError(f"{what} always belongs to the owner")
     person = await people.unlink(account)
     if person is None:
         raise UsageError(f"no person has the account {account!r} (see `pinclaw people list`)")

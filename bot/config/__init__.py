@@ -265,6 +265,12 @@ def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config
                 f"{source}: {where}.api_key: a key is required for kind '{spec.kind}' "
                 f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
             )
+    if "web" in config.enabled_channels() and (config.web.address is None or not config.web.panel):
+        raise ConfigError(
+            f"{source}: channels.web: the web chat is a page of the web panel, which is off "
+            '([web] listen = "off" or panel = false); turn the panel on, or remove '
+            "[channels.web] (or set enabled = false there)"
+        )
     return config
 
 

@@ -1,4 +1,5 @@
-"""``[web]``: the daemon's local HTTP endpoint (health, metrics, status for the CLI)."""
+"""``[web]``: the daemon's HTTP endpoint (health, metrics, status for the CLI) and the
+web panel served on it."""
 
 from __future__ import annotations
 
@@ -14,16 +15,26 @@ _ADDRESS = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\s\[\]]+)):(?
 
 
 class WebConfig(Section):
-    """Where the daemon listens for ``/healthz``, ``/metrics`` and ``pinclaw status``.
+    """Where the daemon listens for ``/healthz``, ``/metrics``, ``pinclaw status`` and
+    the web panel.
 
     ``listen = "off"`` turns the endpoint off. Any address other than loopback
-    needs a ``token``, which every request must then send as ``Authorization:
-    Bearer TOKEN`` (with a token set, loopback requests need it too).
+    needs a ``token``, which every request to the three API paths must then send
+    as ``Authorization: Bearer TOKEN`` (with a token set, loopback requests need
+    it too), and, while the panel is on, TLS: ``tls_cert`` and ``tls_key``, or
+    ``behind_proxy`` for a reverse proxy that speaks HTTPS.
     """
 
     listen: str = DEFAULT_LISTEN
     token: SecretStr | None = Field(default=None, validate_default=True)
     health_grace_s: float = Field(default=120.0, ge=0)
+    # The web panel: served on the same address; off the loopback only over TLS,
+    # ours (tls_cert/tls_key) or a reverse proxy's (behind_proxy).
+    panel: bool = True
+    behind_proxy: bool = False
+    tls_cert: str | None = None
+    tls_key: str | None = Field(default=None, validate_default=True)
+    session_lifetime_s: float = Field(default=7 * 86400.0, gt=0)
 
     _empty_token_is_none = field_validator("token", mode="before")(empty_is_none)
 
@@ -52,6 +63,30 @@ class WebConfig(Section):
             )
         return value
 
+    @field_validator("tls_key", mode="after")
+    @classmethod
+    def _remote_needs_tls(cls, value: str | None, info: ValidationInfo) -> str | None:
+        cert = info.data.get("tls_cert")
+        if (cert is None) != (value is None):
+            raise ValueError("set both [web] tls_cert and tls_key (the certificate and its key)")
+        listen = info.data.get("listen", DEFAULT_LISTEN)
+        where = _address(listen)
+        remote = where is not None and not is_loopback(where[0])
+        proxied = info.data.get("behind_proxy", False)
+        if remote and value is None and not proxied and info.data.get("panel", True):
+            raise ValueError(
+                f"required with tls_cert when listen is not a loopback address ({listen}) "
+                "and the panel is on: its login must not cross a network in clear text; "
+                "set [web] tls_cert and tls_key, or [web] behind_proxy = true when a TLS "
+                "reverse proxy is in front, or [web] panel = false, or listen on 127.0.0.1"
+            )
+        return value
+
+    @property
+    def tls(self) -> bool:
+        """Whether the daemon itself serves HTTPS."""
+        return self.tls_key is not None
+
     @property
     def address(self) -> tuple[str, int] | None:
         """(host, port) to listen on, or None when the endpoint is off."""
@@ -66,7 +101,8 @@ class WebConfig(Section):
         host = where[0]
         if host in ("0.0.0.0", "::"):
             host = "127.0.0.1" if host == "0.0.0.0" else "::1"
-        return f"http://[{host}]:{where[1]}" if ":" in host else f"http://{host}:{where[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://[{host}]:{where[1]}" if ":" in host else f"{scheme}://{host}:{where[1]}"
 
 
 def is_loopback(host: str) -> bool:

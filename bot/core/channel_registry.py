@@ -24,6 +24,7 @@ CHANNELS: dict[str, tuple[str, str]] = {
         "channels.discord.channel:DiscordChannel",
     ),
     "slack": ("channels.slack.settings:SlackSettings", "channels.slack.channel:SlackChannel"),
+    "web": ("channels.web.settings:WebChatSettings", "channels.web.channel:WebChannel"),
 }
 
 

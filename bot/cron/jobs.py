@@ -7,17 +7,23 @@ things and describe jobs the same way.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.config.schedule import CronConfig
+from bot.core.conversation import ToolCall
 from bot.core.durations import format_duration
 from bot.core.errors import ToolError, UserError
+from bot.core.tool_api import ToolContext
 from bot.cron.schedule import Schedule, describe, next_run, parse_schedule
 from bot.cron.store import Action, CronJob, JobRun, Misfire, SessionMode, Target
 from bot.security.paths import PathGuard
+from bot.security.policy import Decision
+
+Preflight = Callable[[ToolCall, ToolContext], Decision]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,25 @@ def build_job(
         misfire=request.misfire or settings.misfire,
         next_run=first.timestamp(),
     )
+
+
+def check_command(preflight: Preflight, command: str, ctx: ToolContext) -> str:
+    """How the policy sees a shell command about to be scheduled: ``UserError`` if it is
+    blocked, a note when each run will ask for approval, else ""."""
+    verdict = preflight(ToolCall("cli", "shell", {"command": command}), ctx)
+    if verdict.action == "block":
+        raise UserError(f"this command cannot be scheduled: {verdict.reason}")
+    if verdict.action == "ask":
+        return f"{verdict.reason}; each run will ask for approval"
+    return ""
+
+
+def resumed_next_run(job: CronJob, now: datetime) -> float:
+    """When a paused job runs next once resumed; ``UserError`` if its schedule is spent."""
+    upcoming = next_run(schedule_of(job), now)
+    if upcoming is None:
+        raise UserError(f"job #{job.id} has no run left; add it again with a new time")
+    return upcoming.timestamp()
 
 
 TARGETS_HELP = (

@@ -43,6 +43,8 @@ from bot.daemon.linking import Linking
 from bot.daemon.router import Router
 from bot.daemon.supervisor import supervise
 from bot.daemon.web import WebEndpoint
+from bot.panel.context import PanelDeps
+from bot.security.audit import AuditLog
 from bot.store.inbound import InboundStore
 from bot.store.kv import KeyValueStore
 from bot.store.pairing import PairingStore
@@ -83,9 +85,22 @@ class Daemon:
             scheduling=scheduling,
             grace_s=web.health_grace_s,
         )
-        self.web = WebEndpoint(web, self.reporter)
+        self.web = WebEndpoint(web, self.reporter, self._panel_deps())
         if web.address is not None:
             metrics.enable()  # counted from the start, served once the endpoint listens
+
+    def _panel_deps(self) -> PanelDeps:
+        """What the web panel's pages use of this daemon."""
+        loaded = self.app.loaded
+        return PanelDeps(
+            app=self.app,
+            channels=self.channels,
+            reporter=self.reporter,
+            audit=AuditLog(loaded.data_dir / loaded.config.security.audit_log),
+            web=loaded.config.web,
+            approvals=self.approvals,
+            scheduling=self.scheduling,
+        )
 
     @classmethod
     @asynccontextmanager

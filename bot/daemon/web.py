@@ -1,11 +1,15 @@
-"""The daemon's local HTTP endpoint: ``/healthz``, ``/metrics`` and ``/status``.
+"""The daemon's HTTP endpoint: ``/healthz``, ``/metrics``, ``/status`` and the web panel.
 
 It listens where ``[web] listen`` says (``127.0.0.1:8765`` by default; ``off``
-turns it off). With ``[web] token`` set, every request must carry ``Authorization:
-Bearer TOKEN``; without one (loopback only, the config enforces that) requests
-must name a loopback host, so a web page cannot read it through DNS rebinding.
-An address already in use is logged and the daemon runs on without the endpoint:
-health reports are not worth refusing to answer chats over.
+turns it off), over TLS when ``[web] tls_cert`` and ``tls_key`` are set. The
+three API paths: with ``[web] token`` set, every request must carry
+``Authorization: Bearer TOKEN``; without one (loopback only, the config enforces
+that) requests must name a loopback host, so a web page cannot read them through
+DNS rebinding. The panel (``bot/panel``, every other path) has its own session
+login; served in clear text (no TLS, no proxy: loopback only) it too answers
+loopback host names only. An address already in use is logged and the daemon
+runs on without the endpoint: health reports are not worth refusing to answer
+chats over.
 """
 
 from __future__ import annotations
@@ -14,26 +18,37 @@ import hmac
 import ipaddress
 import json
 import logging
-from typing import Any
+import ssl
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from bot.config.web import WebConfig, is_loopback
+from bot.core.errors import ConfigError
 from bot.core.metrics import enable
 from bot.daemon.health import Reporter
 
+if TYPE_CHECKING:
+    from bot.panel.context import PanelDeps
+
 log = logging.getLogger(__name__)
 
+API_PATHS = frozenset({"/healthz", "/metrics", "/status"})
 _REPORTER: web.AppKey[Reporter] = web.AppKey("reporter", Reporter)
 _TOKEN: web.AppKey[str] = web.AppKey("token", str)
+_PANEL_HOSTS: web.AppKey[bool] = web.AppKey("panel_loopback_hosts", bool)
 
 
 class WebEndpoint:
     """Starts and stops the HTTP server; idempotent both ways."""
 
-    def __init__(self, config: WebConfig, reporter: Reporter) -> None:
+    def __init__(
+        self, config: WebConfig, reporter: Reporter, panel: PanelDeps | None = None
+    ) -> None:
         self._config = config
         self._reporter = reporter
+        self._panel = panel if config.panel else None
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -43,12 +58,17 @@ class WebEndpoint:
         if where is None or self._runner is not None:
             return
         token = self._config.token.get_secret_value() if self._config.token else ""
-        runner = web.AppRunner(
-            build_app(self._reporter, token), access_log=None, shutdown_timeout=1.0
-        )
+        tls = tls_context(self._config)
+        app = build_app(self._reporter, token)
+        if self._panel is not None:
+            from bot.panel.app import add_panel
+
+            await add_panel(app, self._panel).setup()
+            app[_PANEL_HOSTS] = not (self._config.tls or self._config.behind_proxy)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         host, port = where
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, ssl_context=tls)
         try:
             await site.start()
         except OSError as exc:
@@ -63,9 +83,11 @@ class WebEndpoint:
         self._runner = runner
         bound = _bound_port(runner) or port
         shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{bound}"
+        self.url = f"{'https' if tls else 'http'}://{shown}:{bound}"
         enable().started.set(self._reporter.started)
         log.info("status endpoint on %s (/healthz, /metrics, /status)", self.url)
+        if self._panel is not None:
+            log.info("web panel on %s/ (log in with `pinclaw web token`)", self.url)
 
     async def stop(self) -> None:
         """Stop listening."""
@@ -74,11 +96,28 @@ class WebEndpoint:
             await runner.cleanup()
 
 
+def tls_context(config: WebConfig) -> ssl.SSLContext | None:
+    """The server's TLS context from ``[web] tls_cert``/``tls_key`` (None without them)."""
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        cert, key = Path(config.tls_cert).expanduser(), Path(config.tls_key).expanduser()
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(
+            f"[web] tls_cert / tls_key: cannot load the certificate {config.tls_cert} with "
+            f"the key {config.tls_key} ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    return context
+
+
 def build_app(reporter: Reporter, token: str = "") -> web.Application:
-    """The aiohttp application with the three read-only routes."""
+    """The aiohttp application with the three read-only routes (the panel is added after)."""
     app = web.Application(middlewares=[_guard])
     app[_REPORTER] = reporter
     app[_TOKEN] = token
+    app[_PANEL_HOSTS] = True
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/status", _status)
@@ -87,6 +126,10 @@ def build_app(reporter: Reporter, token: str = "") -> web.Application:
 
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    if request.path not in API_PATHS:  # the panel: its own login, and its own headers
+        if request.app[_PANEL_HOSTS] and not _loopback_host(request.host):
+            return web.Response(status=403, text="Open the panel with a loopback address.\n")
+        return await handler(request)  # type: ignore[no-any-return]
     token = request.app[_TOKEN]
     if token:
         sent = request.headers.get("Authorization", "")

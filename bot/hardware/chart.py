@@ -52,6 +52,26 @@ def render_png(
     ``config_dir`` is where matplotlib keeps its font cache when nothing else is
     set (the service's home is read-only). Raises ``ChartsMissing`` without matplotlib.
     """
+    png = png_bytes(points, title=title, window=window, zone=zone, config_dir=config_dir)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Written whole, then renamed: a half-written chart is never sent.
+    partial = path.with_name(f".{path.name}.part")
+    partial.write_bytes(png)
+    partial.replace(path)
+
+
+def png_bytes(
+    points: Sequence[Point],
+    *,
+    title: str,
+    window: tuple[datetime, datetime],
+    zone: ZoneInfo,
+    config_dir: Path | None = None,
+) -> bytes:
+    """Draw ``points`` (oldest first, at least one) over ``window``; the PNG's bytes.
+
+    As ``render_png``, without a file: the web panel serves these bytes directly.
+    """
     if config_dir is not None and "MPLCONFIGDIR" not in os.environ:
         config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.environ["MPLCONFIGDIR"] = str(config_dir)
@@ -84,11 +104,7 @@ def render_png(
     axes.grid(alpha=0.3)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # Written whole, then renamed: a half-written chart is never sent.
-    partial = path.with_name(f".{path.name}.part")
-    partial.write_bytes(buffer.getvalue())
-    partial.replace(path)
+    return buffer.getvalue()
 
 
 def _with_gaps(points: Sequence[Point], zone: ZoneInfo) -> tuple[list[datetime], list[float]]:

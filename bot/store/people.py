@@ -1,8 +1,9 @@
 """People and their identities: one person, however many accounts they write from.
 
 A person has a name and any number of identities: ``terminal`` (whoever sits at
-the machine's keyboard, always the owner), ``telegram:123``, ``discord:456``,
-``slack:U1`` (the channel and the platform's user id). The owner is person #1
+the machine's keyboard, always the owner), ``web:owner`` (whoever logged in to the
+web panel: the owner too, from its first message in the web chat), ``telegram:123``,
+``discord:456``, ``slack:U1`` (the channel and the platform's user id). The owner is person #1
 from the first start. Anyone PinClaw answers becomes a person with their first
 message (named as the platform names them); pairing makes one too.
 
@@ -25,6 +26,7 @@ from typing import Literal
 from bot.store.db import Database, Step
 from bot.store.pairing import ALPHABET, CODE_LENGTH, normalize_code
 from bot.store.people_rows import (
+    OWNER_ACCOUNTS,
     TERMINAL,
     How,
     add_identity,
@@ -247,7 +249,7 @@ class PeopleStore:
             )
             await conn.execute("DELETE FROM link_codes WHERE code = ?", (normalize_code(code),))
             target = next((int(row[0]) for row in rows), None)
-            if target is None or identity == TERMINAL:
+            if target is None or identity in OWNER_ACCOUNTS:
                 return LinkOutcome("invalid")
             current = await person_of(conn, identity)
             merged: int | None = None
@@ -274,10 +276,10 @@ class PeopleStore:
         """Take an account from its person (it becomes a new person when it writes next).
 
         Returns the person it was taken from, or None if nobody had it. The
-        terminal is always the owner's and cannot be unlinked.
+        terminal and the web chat are always the owner's and cannot be unlinked.
         """
         person = await self.of_identity(identity)
-        if person is None or identity == TERMINAL:
+        if person is None or identity in OWNER_ACCOUNTS:
             return None
         async with self._db.write() as conn:
             await conn.execute("DELETE FROM identities WHERE identity = ?", (identity,))
@@ -307,4 +309,4 @@ class PeopleStore:
         ]
 
 
-__all__ = ["TERMINAL", "identity_of", "person_scope", "scope_person"]
+__all__ = ["OWNER_ACCOUNTS", "TERMINAL", "identity_of", "person_scope", "scope_person"]

@@ -24,6 +24,10 @@ import aiosqlite
 log = logging.getLogger(__name__)
 
 TERMINAL = "terminal"
+PANEL_OWNER = "web:owner"
+"""The web chat's sender: whoever logged in to the web panel, which only the owner can."""
+OWNER_ACCOUNTS = frozenset({TERMINAL, PANEL_OWNER})
+"""Accounts that are the owner's by where they are used; never linked to anyone else."""
 
 How = Literal["owner", "seen", "paired", "linked"]
 """How an identity came to its person: the owner's terminal, a first message,
@@ -54,6 +58,10 @@ async def person_for_identity(
     if current is not None:
         return current
     now = time.time() if now is None else now
+    if identity in OWNER_ACCOUNTS:  # the web chat's, on its first message
+        person_id = await owner_id(conn)
+        await add_identity(conn, identity, person_id, label, "owner", now)
+        return person_id
     name = " ".join(label.split())[:80] or identity
     row = await conn.execute_insert(
         "INSERT INTO people (name, is_owner, created_at) VALUES (?, 0, ?)", (name, now)
