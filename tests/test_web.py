@@ -116,7 +116,12 @@ async def a_turn_is_counted(
     assert grew("pinclaw_model_tokens_total", direction="input", **model) == tokens_in
     assert grew("pinclaw_model_tokens_total", direction="output", **model) == tokens_out
     assert sample(after, "pinclaw_channel_up", channel="telegram") == 1
-    assert sample(after, "pinclaw_inbox_depth") == 0
+
+    async def answered() -> bool:  # the row is marked answered just after the reply is sent
+        text = (await http.get(f"{url}/metrics")).text
+        return sample(text, "pinclaw_inbox_depth") == 0
+
+    await until(answered)
     assert "pinclaw_owner_inbox_unread 0.0" in after
     assert "pinclaw_start_time_seconds" in after
 
