@@ -243,6 +243,7 @@ def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFix
         "http_request",
         "web_fetch",
         "system_info",
+        "skill",
     ]
 
 

@@ -1,5 +1,6 @@
 """The system prompt, built from sections: identity, time, channel, and tools in XML mode.
 
+Live sections (the installed skills) are asked for their text on every build.
 The identity lives in the workspace (``IDENTITY.md`` by default) so the owner can
 edit who the assistant is; it is created with a sensible default on first run and
 re-read when it changes. Later parts (memory) add sections through ``extra``.
@@ -35,8 +36,10 @@ class PromptBuilder:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         notes: Sequence[str] = (),
         identity_text: str | None = None,
+        live_sections: Sequence[Callable[[], str]] = (),
     ) -> None:
         self.identity_path = identity_path
+        self._live_sections = tuple(live_sections)
         self._notes = tuple(notes)
         self._fixed_identity = identity_text
         self._timezone = timezone
@@ -72,6 +75,7 @@ class PromptBuilder:
             channel,
             *self._notes,
             *extra,
+            *(section() for section in self._live_sections),
             tools_section,
         ]
         return "\n\n".join(s.strip() for s in sections if s and s.strip())

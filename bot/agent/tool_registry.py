@@ -40,6 +40,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.gpio",
     "tools.serial_port",
     "tools.i2c",
+    "tools.skill",
 )
 """Modules that contribute tools; each has ``build(loaded, security) -> list[Tool]``."""
 

@@ -26,10 +26,12 @@ from bot.cli.db import add_db_commands
 from bot.cli.doctor import add_doctor_commands
 from bot.cli.hardware import add_hardware_commands
 from bot.cli.inbox import add_inbox_commands
+from bot.cli.mcp import add_mcp_commands
 from bot.cli.memory import add_memory_commands
 from bot.cli.people import add_people_commands
 from bot.cli.service import add_service_commands
 from bot.cli.sessions import add_sessions_commands
+from bot.cli.skills import add_skills_commands
 from bot.cli.status import add_status_commands
 from bot.cli.usage import add_usage_commands
 from bot.cli.web import add_web_commands
@@ -129,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
         add_inbox_commands,
         add_memory_commands, add_people_commands, add_sessions_commands, add_hardware_commands,
         _files, add_db_commands, add_service_commands, add_status_commands, add_doctor_commands,
-        add_completion_commands, add_usage_commands, add_web_commands,
+        add_completion_commands, add_usage_commands, add_web_commands, add_skills_commands,
+        add_mcp_commands,
     ):  # fmt: skip
         add(sub, common)
     return parser

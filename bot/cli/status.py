@@ -95,6 +95,11 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
     else:
         lines.append("Channels: none (scheduler and heartbeat only)")
     lines.append(_scheduler_line(report.get("scheduler", {}), zone, now))
+    if servers := report.get("mcp"):
+        from bot.cli.mcp import server_lines
+
+        lines.append("MCP servers:")
+        lines.extend(f"  {line}" for line in server_lines(servers))
     database = report.get("database", {})
     if not database.get("ok", True):
         lines.append(f"Database: failing ({database.get('detail', '')})")

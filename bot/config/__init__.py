@@ -21,10 +21,12 @@ from bot.config.base import Section, check_url, check_zone, empty_is_none
 from bot.config.errors import describe_validation_error
 from bot.config.files import check_paths, read_document
 from bot.config.hardware import HardwareConfig, HomeAssistantConfig
+from bot.config.mcp import McpConfig
 from bot.config.media import MediaConfig, TranscriptionConfig, guess_vision
 from bot.config.memory import MemoryConfig
 from bot.config.schedule import CronConfig, HeartbeatConfig
 from bot.config.security import SecurityConfig
+from bot.config.skills import SkillsConfig
 from bot.config.usage import UsageConfig
 from bot.config.web import WebConfig
 from bot.core.errors import ConfigError
@@ -167,6 +169,8 @@ class Config(Section):
     usage: UsageConfig = UsageConfig()
     media: MediaConfig = MediaConfig()
     transcription: TranscriptionConfig = TranscriptionConfig()
+    mcp: McpConfig = McpConfig()
+    skills: SkillsConfig = SkillsConfig()
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 

@@ -33,6 +33,7 @@ from bot.security.audit import AuditLog
 from bot.security.gate import UNTRUSTED_NOTE, PolicyGate
 from bot.security.kit import SecurityKit, build_security
 from bot.security.redact import RedactingFilter, Redactor
+from bot.skills import open_catalog
 from bot.store.db import Check, Database
 from bot.store.people import PeopleStore
 from bot.store.usage import UsageStore
@@ -41,6 +42,7 @@ from tools.memory import memory_tools
 from tools.sensor_chart import open_sensor_history
 
 if TYPE_CHECKING:
+    from bot.mcp.manager import McpManager
     from bot.security.net import Resolver
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ class App:
     usage: UsageStore | None = None
     readings: SensorHistory | None = None
     media: MediaIntake | None = None  # pictures and voice for chat turns
+    mcp: McpManager | None = None  # the MCP servers, when the config has any
 
 
 @asynccontextmanager
@@ -98,6 +101,7 @@ async def open_app(
         security = build_security(loaded, resolver=resolver)
         stack.enter_context(redacted_logs(security.redactor))
         tools = build_registry(loaded, security)
+        mcp = await _start_mcp(loaded, tools, stack)
         gate = PolicyGate(
             tools,
             config=config.security,
@@ -105,8 +109,12 @@ async def open_app(
             redactor=security.redactor,
         )
         notes = (UNTRUSTED_NOTE,) if tools.has_untrusted_output() else ()
+        skills = open_catalog(loaded)
         prompt = PromptBuilder(
-            loaded.workspace / config.agent.identity_file, loaded.timezone(), notes=notes
+            loaded.workspace / config.agent.identity_file,
+            loaded.timezone(),
+            notes=notes,
+            live_sections=() if skills is None else (skills.prompt_section,),
         )
         prompt.ensure_identity()
         provider = build_provider_chain(config.provider, client)
@@ -155,7 +163,28 @@ async def open_app(
             usage,
             readings,
             media=media_intake(config, client),
+            mcp=mcp,
         )
+
+
+async def _start_mcp(
+    loaded: LoadedConfig, tools: ToolRegistry, stack: AsyncExitStack
+) -> McpManager | None:
+    """Connect the configured MCP servers (the SDK is loaded only when there are some)."""
+    servers = loaded.config.mcp.servers
+    if not servers:
+        return None
+    from bot.mcp.manager import McpManager
+
+    manager = McpManager(
+        servers,
+        loaded.data_dir / "logs" / "mcp",
+        tools.add,
+        taken=lambda name: tools.get(name) is not None,
+    )
+    stack.push_async_callback(manager.stop)
+    await manager.start()
+    return manager
 
 
 def _sub_agents(

@@ -114,6 +114,9 @@ class Reporter:
         report["owner_inbox_unread"] = await self.owner_unread()
         report["memories"] = await app.memory.store.count() if app.memory is not None else None
         report["tokens_today"] = await app.usage.tokens_today() if app.usage is not None else None
+        report["mcp"] = (
+            {s.name: s.as_dict() for s in app.mcp.statuses()} if app.mcp is not None else {}
+        )
         return report
 
     async def inbox_depth(self) -> int:

@@ -88,6 +88,7 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
 
     from bot.cli.doctor import files, host, remote
     from bot.cli.doctor.findings import Probe, in_thread
+    from bot.cli.mcp import doctor_probe as mcp_probe
 
     config = loaded.config
     probes = [
@@ -114,6 +115,10 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
     ]
     if not channels:
         probes.append(Probe("channels", _no_channels))
+    probes += [
+        Probe(f"mcp {server.name}", partial(mcp_probe, loaded, server), 30 + MARGIN_S)
+        for server in config.mcp.servers
+    ]
     return [
         *probes,
         Probe("sandbox", partial(host.sandbox, loaded), SANDBOX_TIMEOUT_S),
