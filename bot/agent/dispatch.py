@@ -17,7 +17,6 @@ from typing import Literal
 from bot.agent.xml_tools import parse_tool_calls, to_xml_messages, xml_instructions
 from bot.core.conversation import ChatMessage, Completion, CompletionRequest, TextSink, ToolSpec
 from bot.core.errors import ProviderRequestError
-from bot.core.metrics import count_model_call
 from bot.providers.base import Provider
 
 log = logging.getLogger(__name__)
@@ -42,36 +41,7 @@ class ToolDispatch:
         temperature: float | None,
         on_text: TextSink | None = None,
     ) -> Completion:
-        """One model round; in XML mode the reply text is parsed for tool calls.
-
-        Each answered request is counted, with its tokens, for ``/metrics``.
-        """
-        completion = await self._complete(
-            provider,
-            system,
-            messages,
-            tools,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            on_text=on_text,
-        )
-        usage = completion.usage
-        count_model_call(
-            completion.provider or provider.label, usage.input_tokens, usage.output_tokens
-        )
-        return completion
-
-    async def _complete(
-        self,
-        provider: Provider,
-        system: str,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec],
-        *,
-        max_tokens: int,
-        temperature: float | None,
-        on_text: TextSink | None = None,
-    ) -> Completion:
+        """One model round; in XML mode the reply text is parsed for tool calls."""
         if self.mode != "xml":
             request = CompletionRequest(
                 system, tuple(messages), tuple(tools), max_tokens, temperature

@@ -28,7 +28,7 @@ from bot.agent.usage_meter import UsageMeter
 from bot.config import AgentConfig
 from bot.core.conversation import ChatMessage, Completion, ImagePart, TextSink, ToolCall, Usage
 from bot.core.messages import InboundMessage, SessionKey
-from bot.core.metrics import count_turn
+from bot.core.metrics import count_model_call, count_turn
 from bot.core.tool_api import FileOutlet, ToolContext, ToolResult
 from bot.providers.base import Provider
 
@@ -246,7 +246,8 @@ class Agent:
         origin: str,
         turn_id: int,
     ) -> Completion:
-        """One model round; the answered request is kept for ``pinclaw usage`` and budgets."""
+        """One model round; the answered request is counted for ``/metrics`` and kept for
+        ``pinclaw usage`` and budgets."""
         completion = await self._dispatch.complete(
             self._provider,
             system,
@@ -256,9 +257,12 @@ class Agent:
             temperature=self._model.temperature,
             on_text=on_text,
         )
+        label = completion.provider or self._provider.label
+        usage = completion.usage
+        count_model_call(label, usage.input_tokens, usage.output_tokens)
         if self._usage is not None:
             record = self._usage.record(
-                completion.provider or self._provider.label,
+                label,
                 completion.usage,
                 chat=str(message.session),
                 sender=message.sender_id,

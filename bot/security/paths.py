@@ -16,7 +16,7 @@ tools call them through ``asyncio.to_thread``.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Generator, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -150,21 +150,17 @@ class PathGuard:
 
     def write_bytes(self, path: Path, data: bytes) -> bool:
         """Atomically write ``data`` to the checked ``path``, creating folders; True if new."""
-        target = self._usable(path)
-        if target in self._roots:
-            raise ToolError(f"'{self.display(path)}' is a folder, not a file")
-        root = self._root_of(target) or target
-        with self._plain_errors(target):
-            fd = dirfd.open_dir(
-                os.path.dirname(target), create_below=root, before_mkdir=self._allow_new_dir
-            )
-            try:
-                return dirfd.write_file(fd, os.path.basename(target), data)
-            finally:
-                os.close(fd)
+        return self._in_folder_of(path, lambda fd, name, _target: dirfd.write_file(fd, name, data))
 
     def append_bytes(self, path: Path, data: bytes) -> bool:
         """Append ``data`` to the checked file ``path``, made if missing; True if it was new."""
+        return self._in_folder_of(
+            path, lambda fd, name, target: dirfd.append_file(fd, name, target, data)
+        )
+
+    def _in_folder_of(self, path: Path, write: Callable[[int, str, str], bool]) -> bool:
+        """Run ``write(folder_fd, name, target)`` for the checked file ``path``, its folders
+        made below their root first."""
         target = self._usable(path)
         if target in self._roots:
             raise ToolError(f"'{self.display(path)}' is a folder, not a file")
@@ -174,7 +170,7 @@ class PathGuard:
                 os.path.dirname(target), create_below=root, before_mkdir=self._allow_new_dir
             )
             try:
-                return dirfd.append_file(fd, os.path.basename(target), target, data)
+                return write(fd, os.path.basename(target), target)
             finally:
                 os.close(fd)
 
