@@ -10,27 +10,21 @@ name="csrf" value="{{ csrf }}">``), ``notices`` (from ``actions.notify``) and
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from aiohttp import web
-from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
-from jinja2.runtime import Context
 
 from bot.core.durations import format_duration
 from bot.panel.auth import AUTH
 from bot.panel.context import SESSION_KEY, PanelSession, panel_deps
 from bot.panel.pages import NAV
 
-ENV = Environment(
-    loader=PackageLoader("bot.panel", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 
 def render(
@@ -52,7 +46,7 @@ def render(
         "zone": deps.app.loaded.timezone(),
         **context,
     }
-    html = ENV.get_template(template).render(values)
+    html = environment().get_template(template).render(values)
     return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
 
 
@@ -61,8 +55,27 @@ def _section(path: str) -> str:
     return f"/{first}"
 
 
-@pass_context
-def _when(context: Context, timestamp: float | None) -> str:
+@functools.cache
+def environment() -> Environment:
+    """The templates' environment, built on the first page served (Jinja2 costs about
+    2 MiB, which a daemon whose panel nobody opens need not carry)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
+
+    env = Environment(
+        loader=PackageLoader("bot.panel", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = pass_context(_when)
+    env.filters["duration"] = format_duration
+    env.filters["ago"] = _ago
+    env.filters["until"] = _until
+    return env
+
+
+def _when(context: Any, timestamp: float | None) -> str:
     if not timestamp:
         return "—"
     zone: ZoneInfo = context["zone"]
@@ -80,9 +93,3 @@ def _until(timestamp: float | None) -> str:
         return "—"
     left = timestamp - time.time()
     return f"in {format_duration(left)}" if left > 0 else "now"
-
-
-ENV.filters["when"] = _when
-ENV.filters["duration"] = format_duration
-ENV.filters["ago"] = _ago
-ENV.filters["until"] = _until

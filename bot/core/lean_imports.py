@@ -1,0 +1,31 @@
+"""Keep two optional imports of our libraries out of the process.
+
+Both are imports a library makes only if the package happens to be installed,
+for features PinClaw never uses, and together they cost about 9 MiB of every
+PinClaw process (measured in bench/README.md):
+
+- ``cryptography``: python-telegram-bot imports it, when present, for Telegram
+  Passport decryption (``Bot(private_key=...)``); PyJWT for RSA/EC keys. It is
+  installed only because the ``mcp`` SDK asks for ``pyjwt[crypto]``.
+- ``httpx._main``: httpx's command-line client, which imports click and pygments
+  when they are installed (``uvicorn``, again from ``mcp``, brings click).
+
+Both libraries treat the module as absent (``ImportError``) and carry on. A
+``None`` in ``sys.modules`` is Python's documented way to make an import fail;
+nothing is done when the module has already been imported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+SKIPPED = ("cryptography", "httpx._main")
+
+
+def skip_unused_optional_imports() -> None:
+    """Make the optional imports above fail fast, unless something already loaded them."""
+    for name in SKIPPED:
+        parent = name.rpartition(".")[0]
+        if name in sys.modules or (parent and parent in sys.modules):
+            continue
+        sys.modules[name] = None  # type: ignore[assignment]
