@@ -12,7 +12,9 @@ PinClaw process (measured in bench/README.md):
 
 Both libraries treat the module as absent (``ImportError``) and carry on. A
 ``None`` in ``sys.modules`` is Python's documented way to make an import fail;
-nothing is done when the module has already been imported.
+nothing is done when the module has already been imported, and
+``allow_skipped_imports`` lifts the skip before the ``mcp`` SDK, which needs
+cryptography, is imported.
 """
 
 from __future__ import annotations
@@ -29,3 +31,10 @@ def skip_unused_optional_imports() -> None:
         if name in sys.modules or (parent and parent in sys.modules):
             continue
         sys.modules[name] = None  # type: ignore[assignment]
+
+
+def allow_skipped_imports() -> None:
+    """Undo the skip before importing a library that needs one of them (the ``mcp`` SDK)."""
+    for name in SKIPPED:
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]

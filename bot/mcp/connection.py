@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bot.config.mcp import McpServerConfig
 from bot.core.errors import ToolError
+from bot.core.lean_imports import allow_skipped_imports
 from bot.core.tool_api import ToolResult
 from bot.mcp.tools import map_result
 
@@ -170,6 +171,7 @@ class McpConnection:
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[ClientSession]:
+        allow_skipped_imports()  # the SDK imports cryptography (through pyjwt)
         from mcp import ClientSession
 
         async with AsyncExitStack() as stack:
