@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bot.agent.prompt import describe_chat
 from bot.config import LoadedConfig, parse_config
 from bot.core.messages import InboundMessage
 from bot.daemon.app import open_app
-from bot.daemon.router import describe_chat
 from tests.cli_helpers import local_config, run, write_config
 from tests.fake_llm import CallTools, FakeLLM, Say
 

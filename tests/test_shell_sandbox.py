@@ -77,9 +77,12 @@ def test_without_bubblewrap_auto_warns_once_and_required_stops_the_start(
         return LoadedConfig(parse_config(raw, {}), tmp_path / "c.toml", tmp_path / mode)
 
     auto = loaded("auto")
+    ctx = ToolContext(SessionKey("test", "1"), auto.workspace, ZoneInfo("UTC"))
     with caplog.at_level(logging.INFO, logger="tools.shell"):
-        assert tools.shell.build(auto, build_security(auto))
-        assert tools.shell.build(auto, build_security(auto))
+        built = [tools.shell.build(auto, build_security(auto)) for _ in range(2)]
+        assert not caplog.records  # "auto" looks for the sandbox at the first command
+        for [shell] in built:
+            assert shell.assess(ctx, shell.validate({"command": "ls"})).risk == "low"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
         "shell commands run WITHOUT the kernel sandbox: bubblewrap is not installed (the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,8 +17,8 @@ from bot.config import LoadedConfig, parse_config
 from bot.core.conversation import ToolCall
 from bot.core.errors import ToolError
 from bot.core.messages import SessionKey
-from bot.core.tool_api import Tool, ToolContext, ToolResult, tool
-from bot.security.kit import build_security
+from bot.core.tool_api import Tool, ToolContext, ToolResult, _strip_titles, tool
+from bot.security.kit import SecurityKit, build_security
 
 
 class Point(BaseModel):
@@ -269,3 +270,45 @@ def test_every_hardware_tool_is_offered_once_its_devices_are_declared(tmp_path: 
         "sensor_read",
         "serial_list", "serial_send",
     ]  # fmt: skip
+
+
+def test_plain_schemas_are_what_pydantic_writes_and_the_model_waits_for_a_call(
+    tmp_path: Path,
+) -> None:
+    hardware = {
+        "pin_factory": "mock",
+        "gpio": {"porch_light": {"pin": 17}, "fan": {"pin": 18, "kind": "pwm"}},
+        "serial": {"arduino": {"port": "loop://"}},
+        "i2c": {"buses": [1], "addresses": [0x50]},
+        "sensors": {"greenhouse": {"driver": "bme280", "address": 0x76}},
+    }
+    assistant = {"url": "http://127.0.0.1:8123", "token": "t", "allow": ["light"]}
+    configs: list[dict[str, object]] = [
+        {},
+        {"hardware": hardware, "home_assistant": assistant},
+        {"hardware": {"pin_factory": "mock", "allow_raw_pins": True}},
+    ]
+    everyday = build_registry(*_default_setup(tmp_path))
+    waiting = {name for name in everyday.names() if everyday.get(name)._model is None}  # type: ignore[union-attr]
+    assert len(waiting) > 10
+    everyday.specs()  # the schemas are written without the models
+    assert waiting == {name for name in everyday.names() if everyday.get(name)._model is None}  # type: ignore[union-attr]
+    assert all(everyday.get(name)._plain is not None for name in everyday.names())  # type: ignore[union-attr]
+    tools: list[Tool] = [sample]
+    for index, extra in enumerate(configs):
+        raw = {"provider": {"kind": "ollama", "model": "m"}, **extra}
+        loaded = LoadedConfig(parse_config(raw, {}), tmp_path, tmp_path / str(index))
+        registry = build_registry(loaded, build_security(loaded))
+        tools += [item for name in registry.names() if (item := registry.get(name))]
+    plain = [item for item in tools if item._plain is not None]
+    for item in tools:
+        shown = json.dumps(item.spec().parameters)  # key order too: it is the request body
+        assert shown == json.dumps(_strip_titles(item.arguments_model.model_json_schema()))
+    assert len(plain) > 40
+
+
+def _default_setup(tmp_path: Path) -> tuple[LoadedConfig, SecurityKit]:
+    loaded = LoadedConfig(
+        parse_config({"provider": {"kind": "ollama", "model": "m"}}, {}), tmp_path, tmp_path
+    )
+    return loaded, build_security(loaded)

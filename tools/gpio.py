@@ -15,15 +15,17 @@ bank closes its devices when the process exits, or earlier by ``bank.close()``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
 from bot.config import LoadedConfig
 from bot.core.errors import ToolError
 from bot.core.tool_api import Assessment, Tool, ToolContext, ToolFunction
-from bot.hardware.gpio import GpioBank, Kind, Use
 from bot.security.kit import SecurityKit
+
+if TYPE_CHECKING:  # the driver is loaded only when devices are configured
+    from bot.hardware.gpio import GpioBank, Kind, Use
 
 Device = Annotated[
     str, Field(description="the device's name from this tool's description, e.g. porch_light")
@@ -57,6 +59,8 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     config = loaded.config.hardware
     if not config.gpio and not config.allow_raw_pins:
         return []
+    from bot.hardware.gpio import GpioBank
+
     bank = GpioBank(config)
     kinds: set[str] = {spec.kind for spec in config.gpio.values()}
     if config.allow_raw_pins:

@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
 from bot.config import LoadedConfig
 from bot.core.tool_api import Tool, ToolContext, ToolFunction, tool
 from bot.hardware.i2c import MAX_TRANSFER, I2cBank, hex_address
-from bot.hardware.sensors import SensorBank
 from bot.security.kit import SecurityKit
+
+if TYPE_CHECKING:  # the sensor drivers are loaded only when sensors are configured
+    from bot.hardware.sensors import SensorBank
 
 
 def _integer(value: object) -> object:
@@ -181,5 +183,7 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     hardware = loaded.config.hardware
     if not hardware.i2c.buses and not hardware.sensors:
         return []
+    from bot.hardware.sensors import SensorBank
+
     bank = I2cBank(hardware)
     return make_tools(bank, SensorBank(hardware, bank), hardware.call_timeout_s)

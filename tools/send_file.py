@@ -23,11 +23,9 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from bot.config import LoadedConfig
-from bot.core.channel import DeliveryError
 from bot.core.errors import ToolError
 from bot.core.messages import OutboundFile
 from bot.core.tool_api import Tool, ToolContext, tool
-from bot.media.images import sniff_image
 from bot.security.paths import PathGuard
 from tools.file_search import PathParam, path_assessor
 
@@ -99,6 +97,8 @@ def send_file_tool(guard: PathGuard, max_bytes: int) -> Tool:
             as_photo=photo,
             path=str(target),
         )
+        from bot.core.channel import DeliveryError  # with the chat's adapter, if not before
+
         try:
             await ctx.send_file(file)
         except DeliveryError as exc:
@@ -147,6 +147,8 @@ def sniff(data: bytes, name: str) -> str:
     A name never makes a file an image: ``photo.png`` that is no PNG is
     ``application/octet-stream``.
     """
+    from bot.media.images import sniff_image  # loaded with the first file sent
+
     picture = sniff_image(data)
     if picture is not None:
         return picture.mime_type

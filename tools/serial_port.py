@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from bot.config import LoadedConfig
 from bot.core.errors import ToolError
 from bot.core.tool_api import Tool, ToolContext, ToolResult, tool
-from bot.hardware import serial_io
-from bot.hardware.serial_io import PortInfo, SerialLink
 from bot.security.kit import SecurityKit
+
+if TYPE_CHECKING:  # the device code is loaded only when ports are configured
+    from bot.hardware.serial_io import PortInfo, SerialLink
 
 MAX_LINE = 1000
 """The longest line ``serial_send`` accepts, in characters."""
@@ -40,6 +41,8 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     hardware = loaded.config.hardware
     if not hardware.serial:
         return []
+    from bot.hardware import serial_io
+
     links = serial_io.make_links(hardware)
     names = ", ".join(links)
     # Room for one call waiting its turn at the gate and then running to the gate's deadline.
@@ -87,6 +90,8 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
 
 
 def _configured(links: dict[str, SerialLink], system: list[PortInfo]) -> list[str]:
+    from bot.hardware import serial_io
+
     by_device = {info.device: info for info in system}
     lines = ["Configured ports:"]
     for name, link in links.items():
@@ -132,4 +137,6 @@ def _identity(info: PortInfo) -> str:
 
 def _real(port: str) -> str:
     """A device path with its links resolved (``/dev/serial/by-id/...`` to ``/dev/ttyACM0``)."""
+    from bot.hardware import serial_io
+
     return os.path.realpath(port) if serial_io.is_device_path(port) else port

@@ -20,7 +20,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,19 +29,13 @@ from pydantic import BaseModel, Field
 from bot.config import LoadedConfig
 from bot.core.errors import ConfigError, Refused, ToolError
 from bot.core.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
-from bot.security.net_addresses import Allowlist
-from bot.security.sandbox import (
-    Sandbox,
-    SandboxLayout,
-    SandboxMode,
-    find_sandbox,
-)
 from bot.security.sandbox_wire import SOCKET_ENV
-from bot.security.shell_lexer import ShellSyntaxError, shape
 from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
 
 if TYPE_CHECKING:
     from bot.security.kit import SecurityKit
+    from bot.security.net_addresses import Allowlist
+    from bot.security.sandbox import Sandbox, SandboxLayout, SandboxMode
     from bot.security.shell_risk import LineVerdict
 
 log = logging.getLogger(__name__)
@@ -53,17 +47,29 @@ HOST_CHECK_S = 5.0
 
 
 def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
-    """The ``shell`` tool, bound to the kit's guards, its settings and the sandbox."""
+    """The ``shell`` tool, bound to the kit's guards, its settings and the sandbox.
+
+    With ``shell_sandbox = "auto"`` the sandbox is looked for (a few processes
+    started) when the first command is judged, not here: most runs never start one.
+    ``"required"`` looks now, so a missing sandbox stops the start.
+    """
     if "shell" in loaded.config.tools.disabled:
         return []
-    config = security.config
-    layout = sandbox_layout(security)
-    sandbox = _sandbox(layout, config.shell_sandbox, os.environ.get(SOCKET_ENV, ""))
-    return shell_tools(security, sandbox)
+    mode = security.config.shell_sandbox
+    helper = os.environ.get(SOCKET_ENV, "")
+    if mode != "auto":
+        return shell_tools(security, _sandbox(sandbox_layout(security), mode, helper))
+    return shell_tools(security, functools.partial(_auto_sandbox, security, helper))
+
+
+def _auto_sandbox(security: SecurityKit, helper: str) -> Sandbox | None:
+    return _sandbox(sandbox_layout(security), "auto", helper)
 
 
 def sandbox_layout(security: SecurityKit) -> SandboxLayout:
     """What a sandboxed command may write and must not see, by the kit's path guard."""
+    from bot.security.sandbox import SandboxLayout
+
     guard = security.paths
     return SandboxLayout(  # the forbidden places include PinClaw's own (security.kit)
         workspace=guard.workspace,
@@ -76,6 +82,8 @@ def sandbox_layout(security: SecurityKit) -> SandboxLayout:
 @functools.cache
 def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox | None:
     """Find the sandbox once per layout (and helper socket); say once where commands run."""
+    from bot.security.sandbox import find_sandbox
+
     check = find_sandbox(layout, mode)
     if mode == "off":
         log.info("shell commands run without the kernel sandbox: %s", check.summary)
@@ -95,10 +103,19 @@ def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox |
     return check.sandbox
 
 
-def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
-    """The ``shell`` tool judging with ``security`` and running in ``sandbox`` (if any)."""
+def shell_tools(
+    security: SecurityKit, sandbox: Sandbox | Callable[[], Sandbox | None] | None
+) -> list[Tool]:
+    """The ``shell`` tool judging with ``security`` and running in ``sandbox`` (if any);
+    a function there is asked for it when the first command is judged (and must cache)."""
     config, guard = security.config, security.paths
-    hosts = Allowlist(config.allowed_hosts)
+    find = sandbox if callable(sandbox) else functools.partial(_given, sandbox)
+
+    @functools.cache
+    def hosts() -> Allowlist:
+        from bot.security.net_addresses import Allowlist
+
+        return Allowlist(config.allowed_hosts)
 
     def verdict_for(ctx: ToolContext, command: str) -> LineVerdict:
         from bot.security.shell_risk import examine  # loaded on the first shell call
@@ -108,8 +125,8 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
             guard=guard,
             allowlist=config.shell_allowlist,
             cwd=ctx.workspace,
-            sandboxed=sandbox is not None,
-            hosts=hosts,
+            sandboxed=find() is not None,
+            hosts=hosts(),
         )
 
     def assess(ctx: ToolContext, command: str, timeout_s: int | None = None) -> Assessment:
@@ -153,6 +170,7 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
         )
         env = scrubbed_environment(os.environ, config.shell_env_passthrough)
         argv = [SHELL, "-c", command]
+        sandbox = find()
         if sandbox is not None:
             env["TMPDIR"] = "/tmp"  # the host's may not be mounted; the sandbox's is empty
             await asyncio.to_thread(ctx.workspace.mkdir, parents=True, exist_ok=True)
@@ -174,6 +192,10 @@ def shell_tools(security: SecurityKit, sandbox: Sandbox | None) -> list[Tool]:
     return [shell]
 
 
+def _given(sandbox: Sandbox | None) -> Sandbox | None:
+    return sandbox
+
+
 async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) -> None:
     """Look up the host names a command names; refuse one that leads to a private address.
 
@@ -193,6 +215,8 @@ async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) 
 
 def rule_key(values: BaseModel) -> str:
     """An "always allow" rule's key: the command's argv shape (its exact text if unreadable)."""
+    from bot.security.shell_lexer import ShellSyntaxError, shape
+
     command = str(values.model_dump()["command"])
     try:
         found: object = shape(command)

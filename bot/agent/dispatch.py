@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from bot.agent.xml_tools import parse_tool_calls, to_xml_messages, xml_instructions
 from bot.core.conversation import ChatMessage, Completion, CompletionRequest, TextSink, ToolSpec
 from bot.core.errors import ProviderRequestError
 from bot.providers.base import Provider
@@ -57,6 +56,8 @@ class ToolDispatch:
                     exc,
                 )
                 self.mode = "xml"
+        from bot.agent.xml_tools import parse_tool_calls, to_xml_messages, xml_instructions
+
         instructions = xml_instructions(tools) if tools else ""
         request = CompletionRequest(
             "\n\n".join(s for s in (system, instructions) if s),

@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
+
+if TYPE_CHECKING:
+    from bot.core.messages import InboundMessage
 
 DEFAULT_IDENTITY = """\
 # Identity
@@ -79,3 +83,17 @@ class PromptBuilder:
             tools_section,
         ]
         return "\n\n".join(s.strip() for s in sections if s and s.strip())
+
+
+def describe_chat(message: InboundMessage) -> str:
+    """One sentence telling the model where it is talking and with whom."""
+    who = message.sender_name or message.sender_id
+    if message.channel == "terminal":
+        return f"You are talking with {who}, your owner, in a terminal on the machine you run on."
+    if message.is_direct:
+        return f"You are talking with {who} in a direct chat on {message.channel.capitalize()}."
+    title = f" {message.chat_title!r}" if message.chat_title else ""
+    return (
+        f"You are in the group chat{title} on {message.channel.capitalize()}; "
+        f"{who} wrote the latest message."
+    )

@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import sys
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from bot.cli.log_file import LogFile
     from bot.config import LoadedConfig
 
 LEVELS = {
@@ -50,15 +48,6 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TEXT_DATES = "%Y-%m-%d %H:%M:%S"
 
 
-@dataclass(frozen=True, slots=True)
-class LogFile:
-    """Where the log is written and how it rotates: at ``max_bytes``, keeping ``backups``."""
-
-    path: Path
-    max_bytes: int
-    backups: int
-
-
 def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | None = None) -> None:
     """Send records at ``level`` and above to stderr, or to ``log_file`` (stderr then
     keeps warnings and up); ``OSError`` when the file cannot be opened."""
@@ -76,7 +65,7 @@ def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | N
         stderr.setLevel(max(threshold, logging.WARNING))
     root = logging.getLogger()
     for old in root.handlers:
-        if isinstance(old, PrivateRotatingFileHandler):  # ours; any other is not ours to close
+        if getattr(old, "pinclaw_log_file", False):  # ours; any other is not ours to close
             old.close()
     root.handlers[:] = handlers
     root.setLevel(threshold)
@@ -89,6 +78,8 @@ def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | N
 def setup_daemon_logging(loaded: LoadedConfig, level: str | None = None) -> Path | None:
     """``pinclaw run``'s logging from the config (``level`` overrides ``[general]``); the
     log file in use, if any. ``ConfigError`` naming ``daemon.log_file`` if it cannot be written."""
+    from bot.cli.log_file import LogFile
+
     daemon = loaded.config.daemon
     path = loaded.data_dir / Path(daemon.log_file).expanduser() if daemon.log_file else None
     target = LogFile(path, daemon.log_max_bytes, daemon.log_backups) if path else None
@@ -107,25 +98,10 @@ def setup_daemon_logging(loaded: LoadedConfig, level: str | None = None) -> Path
     return path
 
 
-class PrivateRotatingFileHandler(RotatingFileHandler):
-    """Rotates by size; every file it creates is readable by its owner only (0600)."""
-
-    def _open(self) -> Any:
-        return open(  # the handler owns the stream and closes it
-            self.baseFilename,
-            self.mode,
-            encoding=self.encoding,
-            errors=self.errors,
-            opener=_private,
-        )
-
-
-def _private(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)
-
-
 def open_log_file(target: LogFile) -> logging.Handler:
     """A rotating handler on ``target``, its folder created (0700) if missing."""
+    from bot.cli.log_file import PrivateRotatingFileHandler  # only the daemon writes a file
+
     target.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     return PrivateRotatingFileHandler(
         target.path, maxBytes=target.max_bytes, backupCount=target.backups, encoding="utf-8"

@@ -10,31 +10,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.cli.completion import add_completion_commands, complete
-from bot.cli.cron import add_cron_commands
-from bot.cli.db import add_db_commands
-from bot.cli.doctor import add_doctor_commands
-from bot.cli.hardware import add_hardware_commands
-from bot.cli.inbox import add_inbox_commands
-from bot.cli.mcp import add_mcp_commands
-from bot.cli.memory import add_memory_commands
-from bot.cli.people import add_people_commands
-from bot.cli.service import add_service_commands
-from bot.cli.sessions import add_sessions_commands
-from bot.cli.skills import add_skills_commands
-from bot.cli.status import add_status_commands
-from bot.cli.usage import add_usage_commands
-from bot.cli.web import add_web_commands
+from bot.cli.completion import complete
+from bot.cli.startup import pause_collector, resume_collector
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -43,21 +31,32 @@ if TYPE_CHECKING:
 
 def entry() -> int:
     """The ``pinclaw`` console script: ``main``, and out promptly, whatever was left running."""
+    pause_collector()  # until the command is up: see bot.cli.startup
     return _leave_promptly(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``pinclaw`` command line; the exit code."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(None if "_ARGCOMPLETE" in os.environ else _command_in(words))
     complete(parser)  # answers the shell and exits when asked for completions
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:  # bare `pinclaw`: say what there is
         parser.print_help()
         return 0
+    if args.subcommand not in _RESUME_WHEN_UP:
+        resume_collector(freeze=False)
     from bot.cli.logs import setup_logging
 
     setup_logging(getattr(args, "log_level", None) or _default_level(args.subcommand))
-    return _handle(args)
+    try:
+        return _handle(args)
+    finally:
+        resume_collector(freeze=False)
+
+
+_RESUME_WHEN_UP = frozenset({"agent", "chat"})
+"""Commands that turn the garbage collector back on themselves, once their core is open."""
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -104,8 +103,9 @@ def _leave_promptly(code: int, wait_s: float = 3.0) -> int:
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand, or only for ``command`` and those added
+    with it (enough to parse a command line naming it, and to import no other's module)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
@@ -126,19 +126,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
-    for add in (
-        _talking, _onboarding, _pairing_commands, _approvals_commands, add_cron_commands,
-        add_inbox_commands,
-        add_memory_commands, add_people_commands, add_sessions_commands, add_hardware_commands,
-        _files, add_db_commands, add_service_commands, add_status_commands, add_doctor_commands,
-        add_completion_commands, add_usage_commands, add_web_commands, add_skills_commands,
-        add_mcp_commands,
-    ):  # fmt: skip
-        add(sub, common)
+    for names, adder in _COMMANDS:
+        if command is None or command in names:
+            _resolve(adder)(sub, common)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, when it is plain which one: it comes first, after
+    nothing but ``--config PATH`` or ``--log-level LEVEL``; None sends the whole parser
+    (help, a typo, an abbreviated option: argparse explains those as it always has)."""
+    known = {name for names, _ in _COMMANDS for name in names}
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token in ("--config", "--log-level"):
+            index += 2
+        elif token.startswith(("--config=", "--log-level=")):
+            index += 1
+        else:
+            return token if token in known else None
+    return None
+
+
+def _resolve(adder: Adder | str) -> Adder:
+    """The function itself, or ``module:function`` imported now."""
+    if not isinstance(adder, str):
+        return adder
+    module, _, name = adder.partition(":")
+    found: Adder = getattr(importlib.import_module(module), name)
+    return found
+
+
 Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
+if TYPE_CHECKING:
+    Adder = Callable[[Subparsers[argparse.ArgumentParser], argparse.ArgumentParser], None]
 
 
 def _talking(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -340,6 +362,33 @@ def _config_check(args: argparse.Namespace) -> int:
         f"{f', {fallbacks} fallback(s)' if fallbacks else ''}; data in {loaded.data_dir})"
     )
     return 0
+
+
+# Every command in the order `pinclaw --help` lists them, with the function that adds
+# them: one above, or ``module:function`` in the module that runs them, imported only
+# when one of its commands runs or the whole list is wanted.
+_COMMANDS: tuple[tuple[tuple[str, ...], Adder | str], ...] = (
+    (("agent", "chat", "run"), _talking),
+    (("onboard",), _onboarding),
+    (("pairing",), _pairing_commands),
+    (("approvals",), _approvals_commands),
+    (("cron",), "bot.cli.cron:add_cron_commands"),
+    (("inbox",), "bot.cli.inbox:add_inbox_commands"),
+    (("memory",), "bot.cli.memory:add_memory_commands"),
+    (("people",), "bot.cli.people:add_people_commands"),
+    (("sessions",), "bot.cli.sessions:add_sessions_commands"),
+    (("hardware",), "bot.cli.hardware:add_hardware_commands"),
+    (("audit", "config"), _files),
+    (("db",), "bot.cli.db:add_db_commands"),
+    (("service", "sandbox-exec"), "bot.cli.service:add_service_commands"),
+    (("status",), "bot.cli.status:add_status_commands"),
+    (("doctor",), "bot.cli.doctor:add_doctor_commands"),
+    (("completion",), "bot.cli.completion:add_completion_commands"),
+    (("usage",), "bot.cli.usage:add_usage_commands"),
+    (("web",), "bot.cli.web:add_web_commands"),
+    (("skills",), "bot.cli.skills:add_skills_commands"),
+    (("mcp",), "bot.cli.mcp:add_mcp_commands"),
+)
 
 
 if __name__ == "__main__":

@@ -14,19 +14,18 @@ import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from bot.approvals.approvers import Approvers
+from bot.agent.prompt import describe_chat
+from bot.cli.startup import resume_collector
 from bot.config import LoadedConfig
 from bot.core.errors import UsageError
 from bot.core.messages import InboundMessage, clean_text, too_long
 from bot.daemon.app import open_app
-from bot.daemon.approvals import approval_service
-from bot.daemon.files_out import file_outlet
-from bot.daemon.router import Router, describe_chat
 from bot.providers.http import RETRY_LOGGER, retry_notice
-from bot.store.inbound import InboundStore
-from bot.store.owner_inbox import OwnerInbox
+
+if TYPE_CHECKING:
+    from bot.store.owner_inbox import OwnerInbox
 
 
 async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -> str:
@@ -35,6 +34,7 @@ async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -
     if note := too_long(text, loaded.config.daemon.max_message_bytes):
         raise UsageError(f"{note} ([daemon] max_message_bytes)")
     async with open_app(loaded) as app:
+        resume_collector()
         message = InboundMessage(
             channel="terminal",
             chat_id=session or f"agent-{secrets.token_hex(4)}",
@@ -51,9 +51,16 @@ async def run_agent_once(loaded: LoadedConfig, text: str, session: str | None) -
 
 async def run_chat(loaded: LoadedConfig, session: str) -> int:
     """Chat in the terminal until /quit or end of input."""
+    from bot.approvals.approvers import Approvers
+    from bot.daemon.approvals import approval_service
+    from bot.daemon.files_out import file_outlet
+    from bot.daemon.router import Router
+    from bot.store.inbound import InboundStore
+    from bot.store.owner_inbox import OwnerInbox
     from channels.terminal import TerminalChannel
 
     async with open_app(loaded) as app:
+        resume_collector()
         inbound = InboundStore(app.db)
         await inbound.setup()
         user = login_name()

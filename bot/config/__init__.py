@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
-from bot.config.base import Section, check_url, check_zone, empty_is_none
+from bot.config.base import Section, check_url, check_zone, empty_is_none, made_default
 from bot.config.errors import describe_validation_error
 from bot.config.files import check_paths, read_document
 from bot.config.hardware import HardwareConfig, HomeAssistantConfig
@@ -58,7 +58,7 @@ class ProviderSpec(Section):
     temperature: float | None = Field(default=None, ge=0, le=2)
     tool_dispatch: Literal["auto", "native", "xml"] = "auto"
     vision: bool | None = None  # None: guessed from the model name
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default={})  # copied for each table; a factory costs more
 
     _check_url = field_validator("base_url")(check_url)
     _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
@@ -94,7 +94,7 @@ class ProviderSpec(Section):
 class ProviderConfig(ProviderSpec):
     """The main provider plus fallbacks tried in order when it fails."""
 
-    fallbacks: list[ProviderSpec] = Field(default_factory=list)
+    fallbacks: list[ProviderSpec] = Field(default=[])  # copied for each table, like headers
 
 
 class SubAgentConfig(Section):
@@ -154,23 +154,23 @@ class DaemonConfig(Section):
 class Config(Section):
     """The whole configuration file."""
 
-    general: GeneralConfig = GeneralConfig()
+    general: GeneralConfig = Field(default_factory=GeneralConfig)
     provider: ProviderConfig
-    agent: AgentConfig = AgentConfig()
-    tools: ToolsConfig = ToolsConfig()
-    daemon: DaemonConfig = DaemonConfig()
-    security: SecurityConfig = SecurityConfig()
-    cron: CronConfig = CronConfig()
-    heartbeat: HeartbeatConfig = HeartbeatConfig()
-    memory: MemoryConfig = MemoryConfig()
-    hardware: HardwareConfig = HardwareConfig()
-    home_assistant: HomeAssistantConfig = HomeAssistantConfig()
-    web: WebConfig = WebConfig()
-    usage: UsageConfig = UsageConfig()
-    media: MediaConfig = MediaConfig()
-    transcription: TranscriptionConfig = TranscriptionConfig()
-    mcp: McpConfig = McpConfig()
-    skills: SkillsConfig = SkillsConfig()
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    cron: CronConfig = Field(default_factory=CronConfig)
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    hardware: HardwareConfig = Field(default_factory=HardwareConfig)
+    home_assistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    usage: UsageConfig = Field(default_factory=UsageConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
+    transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 
@@ -259,10 +259,12 @@ def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config
     """Validate an already-parsed TOML document."""
     data = interpolate(raw, env, source)
     channels = _parse_channels(data.pop("channels", {}), source)
-    try:
-        config = Config.model_validate(data).model_copy(update={"channels": channels})
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {describe_validation_error(exc, Config)}") from None
+    config = _tables_in_file(data, channels)
+    if config is None:  # something is wrong (or unusual): the whole config says what
+        try:
+            config = Config.model_validate(data).model_copy(update={"channels": channels})
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: {describe_validation_error(exc, Config)}") from None
     for where, spec in _provider_specs(config):
         if spec.missing_key():
             raise ConfigError(
@@ -276,6 +278,32 @@ def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config
             "[channels.web] (or set enabled = false there)"
         )
     return config
+
+
+def _tables_in_file(data: dict[str, Any], channels: dict[str, BaseModel]) -> Config | None:
+    """The config as ``Config.model_validate`` makes it, validating only the tables the
+    file has: the others are their defaults (``made_default``), so their validators
+    are never built. None when a table fails, a key is unknown or missing, or the file
+    has ``[agents]``: the whole config is validated then, and its error is the one shown.
+    """
+    fields = Config.model_fields
+    if not data.keys() <= fields.keys() or "agents" in data:
+        return None
+    values: dict[str, Any] = {"channels": channels}
+    for name, field in fields.items():
+        if name in data:
+            table = field.annotation
+            if not (isinstance(table, type) and issubclass(table, Section)):
+                return None
+            try:
+                values[name] = table.model_validate(data[name])
+            except ValidationError:
+                return None
+        elif field.is_required():
+            return None
+        elif name not in values and field.default_factory is not None:
+            values[name] = made_default(field)
+    return Config.model_construct(_fields_set={*data, "channels"}, **values)
 
 
 def _parse_channels(raw: object, source: str) -> dict[str, BaseModel]:

@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
 
 
 class Section(BaseModel):
-    """Base of every config table: unknown keys and wrong types are errors."""
+    """Base of every config table: unknown keys and wrong types are errors.
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    A table's validator is built when it is first used (``defer_build``): a config
+    file names a few tables, and the others keep their defaults (``default_section``).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
+
+
+def default_section(table: type[Section]) -> Section:
+    """``table()``, the table with every default, made without building its validator
+    (defaults are valid as they are); its own tables are made the same way."""
+    values = {
+        name: made_default(field)
+        for name, field in table.model_fields.items()
+        if field.default_factory is not None
+    }
+    return table.model_construct(_fields_set=set(), **values)
+
+
+def made_default(field: FieldInfo) -> Any:
+    """What ``field``'s default factory makes: a table by ``default_section``; ``list``
+    and ``dict`` called directly (pydantic would first parse their signatures' text)."""
+    factory = field.default_factory
+    if isinstance(factory, type) and issubclass(factory, Section):
+        return default_section(factory)
+    if factory is list or factory is dict:
+        return factory()
+    return field.get_default(call_default_factory=True)
 
 
 def check_zone(value: str | None) -> str | None:

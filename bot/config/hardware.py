@@ -73,7 +73,7 @@ class HardwareConfig(Section):
     max_pulse_s: float = Field(default=30.0, gt=0, le=600)
     gpio: dict[str, GpioDevice] = Field(default_factory=dict)
     serial: dict[str, SerialPort] = Field(default_factory=dict)
-    i2c: I2cConfig = I2cConfig()
+    i2c: I2cConfig = Field(default_factory=I2cConfig)
     sensors: dict[str, Sensor] = Field(default_factory=dict)
     # Readings history: "0" = record only the readings the agent takes.
     sample_every: str = "0"

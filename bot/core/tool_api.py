@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from bot.core.conversation import ToolSpec
 from bot.core.errors import ToolError
 from bot.core.messages import OutboundFile, SessionKey
+from bot.core.tool_schema import plain_schema
 
 Risk = Literal["low", "medium", "high"]
 Effect = Literal["read", "write", "shell", "network", "actuate"]
@@ -148,14 +149,46 @@ class Tool:
         self.untrusted_output = untrusted_output
         self._assess = assess
         self.timeout_s = timeout_s
-        self.arguments_model = _arguments_model(func, self.name)
-        self._container_fields = _container_fields(self.arguments_model)
+        self._parameters = _parameters(func, self.name)
+        # Plain parameters (bot.core.tool_schema): the schema is written here and the model
+        # is made when a call is first validated. Any other kind, or a name the model has
+        # already, makes the model now, so its errors and warnings come where they always did.
+        self._plain = plain_schema(self._parameters)
+        if any(hasattr(_Arguments, name) for name, _, _ in self._parameters):
+            self._plain = None
+        self._model: type[BaseModel] | None = None
+        if self._plain is None:
+            self._model = _arguments_model(self._parameters, self.name)
+        self._containers: frozenset[str] | None = None
         self._spec: ToolSpec | None = None
+
+    @property
+    def arguments_model(self) -> type[BaseModel]:
+        """The pydantic model of the arguments (see ``__init__`` for when it is made)."""
+        if self._model is None:
+            self._model = _arguments_model(self._parameters, self.name)
+        return self._model
+
+    @arguments_model.setter
+    def arguments_model(self, model: type[BaseModel]) -> None:
+        self._model = model
+
+    @property
+    def _container_fields(self) -> frozenset[str]:
+        if self._containers is None:
+            self._containers = _container_fields(self.arguments_model)
+        return self._containers
+
+    @_container_fields.setter
+    def _container_fields(self, names: frozenset[str]) -> None:
+        self._containers = names
 
     def spec(self) -> ToolSpec:
         """The name, description and JSON schema shown to the model."""
         if self._spec is None:
-            schema = _strip_titles(self.arguments_model.model_json_schema())
+            schema = self._plain
+            if schema is None:
+                schema = _strip_titles(self.arguments_model.model_json_schema())
             self._spec = ToolSpec(self.name, self.description, schema)
         return self._spec
 
@@ -268,19 +301,29 @@ class _Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
 
-def _arguments_model(func: ToolFunction, name: str) -> type[BaseModel]:
+Parameter = tuple[str, Any, Any]
+"""A tool parameter: its name, its annotation (``Annotated`` extras kept), its default
+(``...`` when it has none)."""
+
+
+def _parameters(func: ToolFunction, name: str) -> tuple[Parameter, ...]:
     if not inspect.iscoroutinefunction(func):
         raise TypeError(f"tool {name} must be an async function")
     hints = typing.get_type_hints(func, include_extras=True)
     params = list(inspect.signature(func).parameters.values())
     if not params or params[0].name != "ctx":
         raise TypeError(f"tool {name}: the first parameter must be 'ctx: ToolContext'")
-    fields: dict[str, Any] = {}
+    found: list[Parameter] = []
     for param in params[1:]:
         if param.name not in hints:
             raise TypeError(f"tool {name}: parameter '{param.name}' needs a type annotation")
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (hints[param.name], default)
+        found.append((param.name, hints[param.name], default))
+    return tuple(found)
+
+
+def _arguments_model(parameters: tuple[Parameter, ...], name: str) -> type[BaseModel]:
+    fields: dict[str, Any] = {key: (kind, default) for key, kind, default in parameters}
     model: type[BaseModel] = create_model(f"{name}_arguments", __base__=_Arguments, **fields)
     return model
 

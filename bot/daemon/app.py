@@ -8,11 +8,13 @@ only when the config enables them.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.request import getproxies
 
 import httpx
 
@@ -23,9 +25,7 @@ from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor, ToolRegistry, build_registry
 from bot.agent.usage_meter import UsageMeter
 from bot.config import LoadedConfig, SubAgentConfig
-from bot.core.tls import shared_ssl_context
-from bot.hardware.history import SensorHistory
-from bot.media.prepare import MediaIntake, media_intake
+from bot.core.tls import pending_ssl_context, shared_ssl_context
 from bot.memory.service import MemoryService
 from bot.memory.setup import open_memory
 from bot.providers import Provider, build_provider, build_provider_chain
@@ -37,20 +37,22 @@ from bot.skills import open_catalog
 from bot.store.db import Check, Database
 from bot.store.people import PeopleStore
 from bot.store.usage import UsageStore
-from tools.delegate import AgentFactory, build_delegate
 from tools.memory import memory_tools
-from tools.sensor_chart import open_sensor_history
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each of these is loaded only when the config uses it
+    from bot.hardware.history import SensorHistory
     from bot.mcp.manager import McpManager
+    from bot.media.prepare import MediaIntake
     from bot.security.net import Resolver
+    from tools.delegate import AgentFactory
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class App:
-    """The assembled core."""
+    """The assembled core (``media`` is built when first asked for: chats need it,
+    ``pinclaw agent -m`` does not)."""
 
     loaded: LoadedConfig
     db: Database
@@ -63,8 +65,16 @@ class App:
     memory: MemoryService | None = None
     usage: UsageStore | None = None
     readings: SensorHistory | None = None
-    media: MediaIntake | None = None  # pictures and voice for chat turns
     mcp: McpManager | None = None  # the MCP servers, when the config has any
+    client: httpx.AsyncClient | None = None  # the shared HTTP client
+
+    @functools.cached_property
+    def media(self) -> MediaIntake:
+        """Pictures and voice for chat turns, by the config and the main model's vision."""
+        from bot.media.prepare import media_intake
+
+        assert self.client is not None, "open_app gives every App its client"
+        return media_intake(self.loaded.config, self.client)
 
 
 @asynccontextmanager
@@ -79,9 +89,7 @@ async def open_app(
     """
     config = loaded.config
     async with AsyncExitStack() as stack:
-        client = await stack.enter_async_context(
-            httpx.AsyncClient(verify=shared_ssl_context(), follow_redirects=False)
-        )
+        client = await stack.enter_async_context(core_client())
         loaded.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         loaded.workspace.mkdir(mode=0o700, exist_ok=True)
         fresh = not loaded.database.exists()
@@ -118,20 +126,23 @@ async def open_app(
         )
         prompt.ensure_identity()
         provider = build_provider_chain(config.provider, client)
-        delegate = build_delegate(
-            config.agents,
-            executor=gate,
-            history=history,
-            make_agent=_sub_agents(loaded, client, provider, history, notes, meter),
-            max_depth=config.agent.max_delegation_depth,
-        )
-        if delegate is not None and "delegate" not in config.tools.disabled:
-            tools.add(delegate)
+        if config.agents and "delegate" not in config.tools.disabled:
+            from tools.delegate import build_delegate
+
+            delegate = build_delegate(
+                config.agents,
+                executor=gate,
+                history=history,
+                make_agent=_sub_agents(loaded, client, provider, history, notes, meter),
+                max_depth=config.agent.max_delegation_depth,
+            )
+            if delegate is not None:
+                tools.add(delegate)
         if memory is not None:
             for memory_tool in memory_tools(memory):
                 if memory_tool.name not in config.tools.disabled:
                     tools.add(memory_tool)
-        readings = await open_sensor_history(db, loaded, tools)
+        readings = await _sensor_history(db, loaded, tools)
         agent = Agent(
             provider=provider,
             tools=gate,
@@ -162,9 +173,40 @@ async def open_app(
             memory,
             usage,
             readings,
-            media=media_intake(config, client),
             mcp=mcp,
+            client=client,
         )
+
+
+def core_client() -> httpx.AsyncClient:
+    """The HTTP client of the providers, memory's embeddings and transcription.
+
+    The CA bundle is loaded before the first request that may use TLS: one to an
+    https:// URL, or any once a proxy is configured in the environment. A model on
+    this machine over plain HTTP never needs it.
+    """
+    proxied = bool(getproxies())
+    return httpx.AsyncClient(
+        verify=shared_ssl_context() if proxied else pending_ssl_context(),
+        follow_redirects=False,
+        event_hooks={"request": [_tls_ready]},
+    )
+
+
+async def _tls_ready(request: httpx.Request) -> None:
+    if request.url.scheme != "http":
+        shared_ssl_context()
+
+
+async def _sensor_history(
+    db: Database, loaded: LoadedConfig, tools: ToolRegistry
+) -> SensorHistory | None:
+    """The readings history when ``sensor_read`` is offered (its code loaded only then)."""
+    if tools.get("sensor_read") is None:
+        return None
+    from tools.sensor_chart import open_sensor_history
+
+    return await open_sensor_history(db, loaded, tools)
 
 
 async def _start_mcp(

@@ -21,6 +21,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from bot.agent.loop import Agent, TurnResult
+from bot.agent.prompt import describe_chat
 from bot.approvals.service import ApprovalService
 from bot.approvals.texts import parse_choice
 from bot.config import DaemonConfig
@@ -420,17 +421,3 @@ def with_attachments(message: InboundMessage) -> str:
         f"{a.name} ({a.mime_type}, {a.size / 1024:.0f} KB)" for a in message.attachments
     )
     return f"{message.text}\n[attached: {files}]".strip()
-
-
-def describe_chat(message: InboundMessage) -> str:
-    """One sentence telling the model where it is talking and with whom."""
-    who = message.sender_name or message.sender_id
-    if message.channel == "terminal":
-        return f"You are talking with {who}, your owner, in a terminal on the machine you run on."
-    if message.is_direct:
-        return f"You are talking with {who} in a direct chat on {message.channel.capitalize()}."
-    title = f" {message.chat_title!r}" if message.chat_title else ""
-    return (
-        f"You are in the group chat{title} on {message.channel.capitalize()}; "
-        f"{who} wrote the latest message."
-    )

@@ -15,7 +15,7 @@ import time
 import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.tool_registry import PreparedCall, ToolRegistry
 from bot.config.security import SecurityConfig
@@ -23,11 +23,13 @@ from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import ToolError, log_bug
 from bot.core.metrics import count_approval, count_tool_call
 from bot.core.tool_api import Assessment, ToolContext, ToolResult
-from bot.security.approval import ApprovalOutcome, ApprovalRequest, Approver
 from bot.security.audit import AuditLog
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import Decision, decide
 from bot.security.redact import Redactor
+
+if TYPE_CHECKING:  # loaded when a call is put to a person
+    from bot.security.approval import ApprovalOutcome, Approver
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,8 @@ class PolicyGate:
     async def _ask(
         self, prepared: PreparedCall, decision: Decision, ctx: ToolContext
     ) -> ApprovalOutcome:
+        from bot.security.approval import ApprovalOutcome, ApprovalRequest
+
         if self._approver is None:
             return ApprovalOutcome("unavailable")
         request = ApprovalRequest(
