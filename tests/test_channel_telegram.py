@@ -28,7 +28,7 @@ from bot.core.channel import Channel, DeliveryError
 from bot.core.chat_commands import CHAT_COMMANDS
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundMessage
 from bot.daemon.main import Daemon
-from channels.telegram.channel import TelegramChannel
+from channels.telegram.channel import TYPING_AFTER_S, TelegramChannel
 from channels.telegram.webhook import SECRET_HEADER
 from tests.channel_tables import telegram_table
 from tests.daemon_harness import PINCLAW, DaemonProcess, running_daemon, telegram_run_config
@@ -118,7 +118,8 @@ async def test_a_direct_message_gets_typing_and_a_reply(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    llm.queue(Say("Hello **Ada** & <friends>"))
+    # A model slower than TYPING_AFTER_S: "typing…" shows while it writes.
+    llm.queue(Stall(TYPING_AFTER_S + 0.5, Say("Hello **Ada** & <friends>")))
     async with daemon_with(tmp_path, llm, telegram) as daemon:
         assert daemon.channels["telegram"].status.detail == "as @pinclaw_bot"
         update = telegram.user_sends(OWNER, ADA, "hi there")
@@ -134,6 +135,16 @@ async def test_a_direct_message_gets_typing_and_a_reply(
     assert "/bot<token>/getMe" in caplog.text
     ours = [r for r in caplog.records if r.name != "aiohttp.access"]  # the fake's own log
     assert not [r for r in ours if telegram.token in r.getMessage()]
+
+
+async def test_a_quick_reply_comes_without_typing_first(
+    tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
+) -> None:
+    async with daemon_with(tmp_path, llm, telegram) as daemon:
+        telegram.user_sends(OWNER, ADA, "hi there")
+        await telegram.await_call("sendMessage")
+        await daemon.router.drain()
+    assert telegram.chat_actions(OWNER) == []  # answered well within TYPING_AFTER_S
 
 
 async def test_an_update_is_confirmed_to_telegram_only_once_it_is_stored(
@@ -285,9 +296,27 @@ async def test_in_a_group_only_messages_addressed_to_the_bot_are_answered(
     assert two.at - one.at >= 3.0  # at most 20 messages a minute in a group
 
 
+async def test_with_pacing_off_replies_go_out_at_once_even_in_a_group(
+    tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
+) -> None:
+    words = [f"word{n:04d}" for n in range(1500)]  # four messages' worth in one reply
+    llm.queue(Say(" ".join(words)), Say("second"))
+    async with daemon_with(tmp_path, llm, telegram, pacing=False) as daemon:
+        telegram.user_sends(GROUP, ADA, "@pinclaw_bot say a lot")
+        telegram.user_sends(GROUP, ADA, "@pinclaw_bot and then?")
+        await telegram.await_until(sent_in(telegram, GROUP, 5))
+        await daemon.router.drain()
+    sends = telegram.calls("sendMessage")
+    assert [s.text for s in telegram.sent(GROUP)][-1] == "second"
+    assert " ".join(s.text for s in telegram.sent(GROUP)[:-1]).split() == words
+    # Paced, five messages in a group take at least 4 x 3 s; unpaced, one quick turn each.
+    assert len(sends) == 5 and sends[-1].at - sends[0].at < 3.0
+
+
 async def test_a_forum_topic_is_its_own_conversation_and_gets_replies_in_the_topic(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
 ) -> None:
+    llm.queue(Stall(TYPING_AFTER_S + 0.5))  # slow enough for "typing…" in the topic
     async with daemon_with(tmp_path, llm, telegram):
         telegram.user_sends(GROUP, ADA, "@pinclaw_bot hello from the topic", thread_id=5)
         (sent,) = await telegram.await_until(sent_in(telegram, GROUP, 1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,4 +65,40 @@ async def test_migrations_run_once_in_order(tmp_path: Path) -> None:
         await db.migrate("broken", ["CREATE TABLE b (x INTEGER); NOT SQL;"])
     async with db.conn.execute("SELECT name FROM sqlite_master WHERE name = 'b'") as c:
         assert await c.fetchone() is None
+    await db.close()
+
+
+async def test_a_transaction_is_one_unit_and_never_joins_an_open_write(tmp_path: Path) -> None:
+    db = Database(tmp_path / "pinclaw.db")
+    await db.open()
+    await db.migrate("t", ["CREATE TABLE items (name TEXT PRIMARY KEY);"])
+
+    def add(*names: str) -> Callable[[sqlite3.Connection], int]:
+        def work(conn: sqlite3.Connection) -> int:
+            for name in names:
+                conn.execute("INSERT INTO items VALUES (?)", (name,))
+            return len(names)
+
+        return work
+
+    assert await db.transaction(add("a", "b")) == 2
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.transaction(add("c", "a"))  # "c" is undone with it
+    opened = asyncio.Event()
+
+    async def failing_write() -> None:
+        async with db.write() as conn:
+            await conn.execute("INSERT INTO items VALUES ('half-done')")
+            opened.set()
+            await asyncio.sleep(0.05)
+            raise RuntimeError("the writer fails after the transaction was asked for")
+
+    async def transaction_meanwhile() -> int:
+        await opened.wait()
+        return await db.transaction(add("d"))
+
+    results = await asyncio.gather(failing_write(), transaction_meanwhile(), return_exceptions=True)
+    assert isinstance(results[0], RuntimeError) and results[1] == 1
+    rows = await db.conn.execute_fetchall("SELECT name FROM items ORDER BY name")
+    assert [r[0] for r in rows] == ["a", "b", "d"]  # the open write's row was not committed
     await db.close()

@@ -17,10 +17,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.prompt import describe_chat
 from bot.config import LoadedConfig, parse_config
 from bot.core.messages import InboundMessage
 from bot.daemon.app import open_app
-from bot.daemon.router import describe_chat
 from bot.store.db import Database
 from bot.store.usage import ModelCall, UsageStore
 from tests.cli_helpers import local_config, one_line, run, write_config

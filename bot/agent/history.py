@@ -15,8 +15,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import aiosqlite
+from typing import Any
 
 from bot.core.conversation import ChatMessage, ToolCall, Usage
 from bot.core.messages import SessionKey
@@ -129,40 +128,37 @@ class HistoryStore:
 
     async def session_for(self, key: SessionKey) -> int:
         """The current session id of a chat, creating the first one if needed."""
-        rows = await self._db.conn.execute_fetchall(
-            "SELECT id FROM sessions WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)
-        )
-        for row in rows:
-            return int(row[0])
-        return await self.new_session(key)
+
+        return await self._db.transaction(lambda conn: _current_or_new(conn, key))
+
+    async def open_session(
+        self, key: SessionKey, limit: int = 400
+    ) -> tuple[int, list[ChatMessage]]:
+        """``session_for`` and ``load`` of a chat together, in one trip to the database."""
+
+        def current(conn: sqlite3.Connection) -> tuple[int, list[Any]]:
+            session_id = _current_or_new(conn, key)
+            return session_id, conn.execute(_LOAD, (session_id, limit)).fetchall()
+
+        session_id, rows = await self._db.transaction(current)
+        return session_id, [_from_row(row) for row in rows]
 
     async def new_session(self, key: SessionKey) -> int:
         """Start a fresh session for a chat and return its id."""
-        async with self._db.write() as conn:
-            row = await conn.execute_insert(
-                "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
-            )
-        assert row is not None
-        return int(row[0])
+        return await self._db.transaction(lambda conn: _insert_session(conn, key))
 
     async def load(self, session_id: int, limit: int = 400) -> list[ChatMessage]:
         """The last ``limit`` messages of a session, oldest first."""
-        rows = await self._db.conn.execute_fetchall(
-            "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error FROM ("
-            " SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?"
-            ") ORDER BY id",
-            (session_id, limit),
-        )
+        rows = await self._db.conn.execute_fetchall(_LOAD, (session_id, limit))
         return [_from_row(row) for row in rows]
 
     async def append(
         self, session_id: int, messages: Sequence[ChatMessage], turn_id: int | None = None
     ) -> None:
         """Store messages durably (committed before this returns)."""
-        async with self._db.write() as conn:
-            await _insert_messages(conn, session_id, turn_id, messages)
+        await self._db.transaction(
+            lambda conn: _insert_messages(conn, session_id, turn_id, messages)
+        )
 
     async def begin_turn(
         self,
@@ -175,16 +171,19 @@ class HistoryStore:
 
         ``inbound_id`` ties the turn to the stored inbound message it answers.
         """
-        async with self._db.write() as conn:
-            row = await conn.execute_insert(
+
+        def begin(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
                 "INSERT INTO turns (session_id, started_at, inbound_id, sender) "
                 "VALUES (?, ?, ?, ?)",
                 (session_id, time.time(), inbound_id, sender),
             )
-            assert row is not None
-            turn_id = int(row[0])
-            await _insert_messages(conn, session_id, turn_id, messages)
-        return turn_id
+            turn_id = cursor.lastrowid
+            assert turn_id is not None
+            _insert_messages(conn, session_id, turn_id, messages)
+            return turn_id
+
+        return await self._db.transaction(begin)
 
     async def end_turn(
         self,
@@ -194,9 +193,10 @@ class HistoryStore:
         messages: Sequence[ChatMessage] = (),
     ) -> None:
         """Store the turn's last messages and how it ended, in one transaction."""
-        async with self._db.write() as conn:
-            await _insert_messages(conn, session_id, turn_id, messages)
-            await conn.execute(
+
+        def end(conn: sqlite3.Connection) -> None:
+            _insert_messages(conn, session_id, turn_id, messages)
+            conn.execute(
                 "UPDATE turns SET ended_at = ?, status = ?, provider = ?, input_tokens = ?, "
                 "output_tokens = ?, rounds = ?, tool_calls = ? WHERE id = ?",
                 (
@@ -210,6 +210,8 @@ class HistoryStore:
                     turn_id,
                 ),
             )
+
+        await self._db.transaction(end)
 
     async def tokens_since(self, sender: str, since: float) -> int:
         """Model tokens (in and out) used by ``sender``'s turns since ``since``."""
@@ -327,15 +329,41 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     )
 
 
-async def _insert_messages(
-    conn: aiosqlite.Connection,
+_LOAD = (
+    "SELECT role, content, tool_calls, tool_call_id, tool_name, is_error FROM ("
+    " SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+    ") ORDER BY id"
+)
+
+
+def _current_or_new(conn: sqlite3.Connection, key: SessionKey) -> int:
+    """The id of the newest session of ``key``, made if there is none (inside a write)."""
+    row = conn.execute(
+        "SELECT id FROM sessions WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)
+    ).fetchone()
+    return int(row[0]) if row is not None else _insert_session(conn, key)
+
+
+def _insert_session(conn: sqlite3.Connection, key: SessionKey) -> int:
+    """A new session row for ``key`` (inside a transaction); its id."""
+    cursor = conn.execute(
+        "INSERT INTO sessions (key, channel, chat_id, thread_id, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (str(key), key.channel, key.chat_id, key.thread_id, time.time()),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _insert_messages(
+    conn: sqlite3.Connection,
     session_id: int,
     turn_id: int | None,
     messages: Sequence[ChatMessage],
 ) -> None:
     if messages:
         now = time.time()
-        await conn.executemany(
+        conn.executemany(
             "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, "
             "tool_call_id, tool_name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(session_id, turn_id, *_to_row(m), now) for m in messages],

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.agent.dispatch import ToolDispatch
@@ -51,9 +51,13 @@ class TurnResult:
 class TurnMemory(Protocol):
     """Long-term memory as a turn uses it (``bot.memory.service.MemoryService``)."""
 
-    async def context_for(self, message: InboundMessage, session_id: int, origin: str) -> str:
+    async def context_for(
+        self, message: InboundMessage, session: Awaitable[int], origin: str
+    ) -> str:
         """A prompt section of what the speaker's memory holds for the message ("" for
-        nothing); ``origin`` says whose turn it is ("chat", "cron:NAME", "heartbeat")."""
+        nothing); ``origin`` says whose turn it is ("chat", "cron:NAME", "heartbeat").
+        ``session`` gives the turn's session id, awaited only once it is needed, so
+        finding the session and searching memory can go on together."""
         ...
 
     async def observe(self, message: InboundMessage, session_id: int) -> None:
@@ -151,15 +155,18 @@ class Agent:
         discard = replayed and inbound_id is not None
         if discard and await self._history.discard_unfinished(inbound_id or 0):
             log.info("discarded an interrupted attempt at answering inbound %s", inbound_id)
-        if session_id is None:
-            session_id = await self._history.session_for(history_key or message.session)
-        if refused := await self._refused(message.sender_id, started):
+        key = history_key or message.session
+        refused, remembered, (session_id, earlier) = await self._before(
+            message, key, session_id, origin, started
+        )
+        if refused:
             return refused
-        remembered = await self._recall(message, session_id, origin)
-        earlier = repair_history(await self._history.load(session_id))
         # The pictures go with this turn's requests only; history stores the text,
         # which names each picture ("[image: photo.jpg, 1280x960]").
         user = ChatMessage(role="user", content=message.text, images=tuple(images))
+        # Work that may finish while the model is asked (awaited at the end of the turn):
+        # keeping what the person said, and recording each model call's usage.
+        background = self._observe(message, session_id, origin)
         turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
         turn: list[ChatMessage] = [user]
         ctx = ToolContext(
@@ -185,7 +192,9 @@ class Agent:
                 messages = trim_history(
                     [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
                 )
-                completion = await self._ask(system, messages, on_text, message, origin, turn_id)
+                completion = await self._ask(
+                    system, messages, on_text, message, origin, turn_id, background
+                )
                 usage += completion.usage
                 reply = ChatMessage("assistant", completion.text, completion.tool_calls)
                 if not completion.tool_calls:
@@ -214,7 +223,8 @@ class Agent:
             if not self._depth:  # a sub-agent's work is part of its caller's turn
                 count_turn(status, time.monotonic() - started)
             record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
-            await asyncio.shield(self._history.end_turn(session_id, turn_id, record, last))
+            ended = self._history.end_turn(session_id, turn_id, record, last)
+            await asyncio.shield(asyncio.gather(*background, ended))
             log.info(
                 "turn %s in %s: %s after %d round(s), %d tool call(s), %d+%d tokens",
                 turn_id,
@@ -226,16 +236,48 @@ class Agent:
                 usage.output_tokens,
             )
 
+    async def _before(
+        self,
+        message: InboundMessage,
+        key: SessionKey,
+        session_id: int | None,
+        origin: str,
+        started: float,
+    ) -> tuple[TurnResult | None, tuple[str, ...], tuple[int, list[ChatMessage]]]:
+        """A budget's refusal (if any), what memory adds, and the session with its
+        history, looked up at once: the database answers them in one go."""
+        history = asyncio.ensure_future(self._opened(key, session_id))
+        refused, remembered, (session_id, stored) = await asyncio.gather(
+            self._refused(message.sender_id, started),
+            self._recall(message, _SessionOf(history), origin),
+            history,
+        )
+        return refused, remembered, (session_id, repair_history(stored))
+
+    async def _opened(
+        self, key: SessionKey, session_id: int | None
+    ) -> tuple[int, list[ChatMessage]]:
+        """The session (the chat's current one unless given) and its stored messages."""
+        if session_id is None:
+            return await self._history.open_session(key)
+        return session_id, await self._history.load(session_id)
+
     async def _recall(
-        self, message: InboundMessage, session_id: int, origin: str
+        self, message: InboundMessage, session: Awaitable[int], origin: str
     ) -> tuple[str, ...]:
-        """What memory adds to the prompt; a person's words are kept for later."""
+        """What memory adds to the prompt."""
         if self._memory is None or self._depth:
             return ()
-        section = await self._memory.context_for(message, session_id, origin)
-        if origin == "chat":
-            await self._memory.observe(message, session_id)
+        section = await self._memory.context_for(message, session, origin)
         return (section,) if section else ()
+
+    def _observe(
+        self, message: InboundMessage, session_id: int, origin: str
+    ) -> list[asyncio.Task[None]]:
+        """Keep a person's words for later, in the background (awaited at the turn's end)."""
+        if self._memory is None or self._depth or origin != "chat":
+            return []
+        return [asyncio.create_task(self._memory.observe(message, session_id), name="observe")]
 
     async def _ask(
         self,
@@ -245,9 +287,11 @@ class Agent:
         message: InboundMessage,
         origin: str,
         turn_id: int,
+        background: list[asyncio.Task[None]],
     ) -> Completion:
         """One model round; the answered request is counted for ``/metrics`` and kept for
-        ``pinclaw usage`` and budgets."""
+        ``pinclaw usage`` and budgets (recorded in the ``background`` of the turn, which
+        waits for it at its end, stopped or not: the call was paid for)."""
         completion = await self._dispatch.complete(
             self._provider,
             system,
@@ -269,7 +313,7 @@ class Agent:
                 origin=origin,
                 turn_id=turn_id,
             )
-            await asyncio.shield(record)  # the call was paid for, even if the turn is stopped
+            background.append(asyncio.ensure_future(record))
         return completion
 
     async def _refused(self, sender: str, started: float) -> TurnResult | None:
@@ -305,6 +349,20 @@ class Agent:
             on_progress(describe_calls(calls, self._redact if ctx.is_direct else None))
         results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))
         return [_result_message(call, result) for call, result in zip(calls, results, strict=True)]
+
+
+class _SessionOf:
+    """The session id from a pending history lookup, for memory to await when it needs it
+    (a plain coroutine would warn when memory returns early without awaiting it)."""
+
+    __slots__ = ("_history",)
+
+    def __init__(self, history: asyncio.Future[tuple[int, list[ChatMessage]]]) -> None:
+        self._history = history
+
+    def __await__(self) -> Generator[Any, None, int]:
+        session_id, _ = yield from self._history.__await__()
+        return session_id
 
 
 def _result_message(call: ToolCall, result: ToolResult) -> ChatMessage:

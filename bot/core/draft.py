@@ -103,6 +103,7 @@ class Draft:
         self._closing = False
         self._busy = False  # a call to the platform is in flight
         self._changed = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None  # until grace_s: no task yet
         self._task: asyncio.Task[None] | None = None
 
     def __call__(self, piece: str) -> None:
@@ -141,6 +142,8 @@ class Draft:
     def close(self) -> None:
         """Stop drafting (the turn was stopped or failed before ``finish``); idempotent."""
         self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
         if self._task is not None:
             self._task.cancel()
 
@@ -155,12 +158,18 @@ class Draft:
         if self._since is None:
             self._since = self._clock()
         self._changed.set()
-        if self._task is None:
+        if self._timer is None:  # nothing is shown before grace_s: a quick reply needs no task
+            self._timer = asyncio.get_running_loop().call_later(self._grace_s, self._start)
+
+    def _start(self) -> None:
+        if not (self._closing or self._broken):
             self._task = asyncio.get_running_loop().create_task(self._run(), name="reply draft")
 
     async def _stop(self) -> None:
         """End drafting; a call in flight is let finish, so its message is known."""
         self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
         task = self._task
         if task is None:
             return

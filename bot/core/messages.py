@@ -77,8 +77,11 @@ class InboundMessage:
         return SessionKey(self.channel, self.chat_id, self.thread_id)
 
     def to_json(self) -> str:
-        """The message as JSON, for the inbound store."""
-        return json.dumps(asdict(self), ensure_ascii=False)
+        """The message as JSON, for the inbound store (as ``asdict`` would give it, but
+        without its deep copies: this runs for every message)."""
+        data = {name: getattr(self, name) for name in _INBOUND_FIELDS}
+        data["attachments"] = [asdict(a) for a in self.attachments]
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> InboundMessage:
@@ -86,6 +89,9 @@ class InboundMessage:
         data: dict[str, Any] = json.loads(text)
         data["attachments"] = tuple(Attachment(**a) for a in data.get("attachments", ()))
         return cls(**data)
+
+
+_INBOUND_FIELDS = tuple(f.name for f in dataclasses.fields(InboundMessage))
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,3 +80,19 @@ class Pacer:
             lock = self._locks.get(chat_id)
             if lock is not None and not lock.locked():
                 self._locks.pop(chat_id, None)
+
+
+class Unpaced(Pacer):
+    """No client-side pacing (a channel's ``pacing = false``): every slot opens at once.
+
+    For a local Bot API server, or to measure what the daemon itself can do; the
+    platform's own flood control still answers with 429s, which delivery retries.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(per_chat_s=0.0, global_per_s=1.0)
+
+    @asynccontextmanager
+    async def slot(self, chat_id: str) -> AsyncIterator[None]:
+        """Send now."""
+        yield

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.memory.models import Recalled
+from bot.memory.models import Memory, Recalled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,11 +84,16 @@ class HybridRecall:
         scopes: Sequence[str],
         limit: int,
         query_vector: npt.NDArray[np.float32] | None = None,
+        keyword_hits: list[tuple[Memory, float]] | None = None,
     ) -> list[Recalled]:
-        """The memories among ``scopes`` that best match ``query``, best first."""
+        """The memories among ``scopes`` that best match ``query``, best first
+        (``keyword_hits``: the store's ``keyword`` search, when the caller already ran it
+        for ``limit * CANDIDATES``)."""
         if limit <= 0 or not scopes:
             return []
-        found = await self._store.keyword(query, scopes, limit * CANDIDATES)
+        found = keyword_hits
+        if found is None:
+            found = await self._store.keyword(query, scopes, limit * CANDIDATES)
         cache = self._cache
         vector_hits: list[tuple[int, float]] = []
         if cache is not None and query_vector is not None and len(cache):

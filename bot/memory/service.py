@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,10 +25,10 @@ from bot.config.memory import MemoryConfig
 from bot.core.errors import UserError, log_bug
 from bot.memory import snapshot
 from bot.memory.models import CONVERSATION, CORE, SHARED, Embedder, Memory, NewMemory, Recalled
-from bot.memory.recall import HybridRecall
+from bot.memory.recall import CANDIDATES, HybridRecall
 from bot.memory.store import MemoryStore
 from bot.store.people import Person
-from bot.store.people_rows import scope_person
+from bot.store.people_rows import identity_of, scope_person
 
 if TYPE_CHECKING:
     from bot.core.messages import InboundMessage
@@ -131,24 +131,29 @@ class MemoryService:
             await self._cache.load(self.store)
 
     async def context_for(
-        self, message: InboundMessage, session_id: int, origin: str = "chat"
+        self, message: InboundMessage, session: Awaitable[int], origin: str = "chat"
     ) -> str:
         """The prompt section of what is remembered for this message's person ("" if nothing).
 
         Only the speaker's own memories and the shared ones: in a group chat,
-        never another member's.
+        never another member's. ``session`` gives the turn's session id (what is
+        said in it is not repeated); it is awaited after the search.
         """
         settings = self._settings
         if not settings.recall_limit or not settings.prompt_budget_chars:
             return ""
         try:
-            scopes = await self.scopes_for(
-                message.channel, message.sender_id, message.sender_name, origin
-            )
-            found = await self.recall(message.text, scopes, settings.recall_limit + 5)
+            if origin == "chat":
+                found = await self._sender_recall(message, settings.recall_limit + 5)
+            else:
+                scopes = await self.scopes_for(
+                    message.channel, message.sender_id, message.sender_name, origin
+                )
+                found = await self.recall(message.text, scopes, settings.recall_limit + 5)
         except Exception as exc:
             log_bug(log, "recalling memories failed", exc)
             return ""
+        session_id = await session
         lines: list[str] = []
         used = 0
         for hit in found:
@@ -171,6 +176,19 @@ class MemoryService:
             "the newest wins):\n" + "\n".join(lines)
         )
 
+    async def _sender_recall(self, message: InboundMessage, limit: int) -> list[Recalled]:
+        """``recall`` for the sender of a chat message among their own memories and the
+        shared ones: the sender's person (made on first sight, as ``speaker`` does for a
+        chat) and the keyword search come in one trip to the database."""
+        identity = identity_of(message.channel, message.sender_id)
+        scope, hits = await self.store.keyword_of(
+            identity, message.sender_name, message.text, limit * CANDIDATES
+        )
+        vector = await self._query_vector(message.text)
+        return await self._recall.recall(
+            message.text, [scope, SHARED], limit, query_vector=vector, keyword_hits=hits
+        )
+
     async def observe(self, message: InboundMessage, session_id: int) -> None:
         """Keep what a person said as a conversation entry of theirs."""
         if not self._settings.store_conversation or not message.text.strip():
@@ -178,18 +196,17 @@ class MemoryService:
         stamp = message.message_id or f"{message.received_at:.6f}"
         # An opaque key: words in it would make every message match a search for them.
         digest = hashlib.sha256(f"{message.channel}\0{message.chat_id}\0{stamp}".encode())
+        item = NewMemory(
+            key=f"msg-{digest.hexdigest()[:16]}",
+            content=message.text.strip(),
+            category=CONVERSATION,
+            scope="",  # the speaker's, found (or made) as it is stored
+            session=str(session_id),
+        )
         try:
-            person = await self.people.person_for(
-                message.channel, message.sender_id, message.sender_name
-            )
-            item = NewMemory(
-                key=f"msg-{digest.hexdigest()[:16]}",
-                content=message.text.strip(),
-                category=CONVERSATION,
-                scope=person.scope,
-                session=str(session_id),
-            )
-            await self.remember(item)
+            identity = identity_of(message.channel, message.sender_id)
+            memory = await self.store.store_said(identity, message.sender_name, item)
+            await self._embed([memory])
         except Exception as exc:
             log_bug(log, "storing a message in memory failed", exc)
 

@@ -16,15 +16,16 @@ import builtins
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import aiosqlite
 
 from bot.memory.keywords import fts_query, like_terms
 from bot.memory.models import CONVERSATION, SHARED, Memory, NewMemory
-from bot.store.db import Database, Step
+from bot.store.db import Database, Step, on_thread
 from bot.store.people import PeopleStore
-from bot.store.people_rows import person_behind_chat, person_scope, rescope
+from bot.store.people_rows import claim_identity, person_behind_chat, person_scope, rescope
 
 
 async def _to_people(conn: aiosqlite.Connection) -> None:
@@ -134,12 +135,27 @@ class MemoryStore:
 
     async def store(self, item: NewMemory, now: float | None = None) -> Memory:
         """Store an entry, replacing the one with the same scope and key; return it."""
-        async with (
-            self._db.write() as conn,
-            conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", _row(item, _now(now))) as cur,
-        ):
-            row = await cur.fetchone()
-        assert row is not None  # an upsert with RETURNING always yields its row
+        values = _row(item, _now(now))
+
+        def upsert(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", values).fetchall()
+
+        (row,) = await self._db.transaction(upsert)  # an upsert always returns its row
+        return _memory(row)
+
+    async def store_said(
+        self, identity: str, label: str, item: NewMemory, now: float | None = None
+    ) -> Memory:
+        """Store what the person behind ``identity`` said (made on first sight, named
+        ``label``), in their scope whatever ``item`` says; person and entry in one trip."""
+        stamp = _now(now)
+
+        def upsert(conn: sqlite3.Connection) -> list[Any]:
+            scope = person_scope(claim_identity(conn, identity, label, "seen"))
+            row = _row(replace(item, scope=scope), stamp)
+            return conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", row).fetchall()
+
+        (row,) = await self._db.transaction(upsert)  # an upsert always returns its row
         return _memory(row)
 
     async def store_many(self, items: Sequence[NewMemory], now: float | None = None) -> int:
@@ -219,54 +235,24 @@ class MemoryStore:
         """
         if not scopes or limit <= 0:
             return []
-        match = fts_query(query)
-        hits: list[tuple[Memory, float]] = []
-        if match:
-            hits = await self._fts(match, scopes, limit)
-        return hits or await self._like(like_terms(query), scopes, limit)
-
-    async def _fts(
-        self, match: str, scopes: Sequence[str], limit: int
-    ) -> list[tuple[Memory, float]]:
-        # The scope words narrow the matches inside the index, before any BM25
-        # (their column weighs 0); the outer query still checks each winner's scope.
-        # Ranking ids alone first keeps the text out of the sort.
-        in_scopes = " OR ".join(f'"{_scope_token(scope)}"' for scope in scopes)
-        rows = list(
-            await self._db.conn.execute_fetchall(
-                f"SELECT {_M_COLUMNS}, ranked.score FROM ("
-                "  SELECT rowid AS id, bm25(memories_fts, 1, 1, 1, 0) AS score FROM memories_fts"
-                "  WHERE memories_fts MATCH ? ORDER BY score LIMIT ?"
-                ") AS ranked JOIN memories AS m ON m.id = ranked.id "
-                f"WHERE m.scope IN ({_marks(scopes)}) ORDER BY ranked.score, m.id",
-                (f"({match}) AND {{scope_token}} : ({in_scopes})", limit, *scopes),
-            )
+        match, terms = fts_query(query), like_terms(query)
+        # Both searches in one trip to the database.
+        return await on_thread(
+            self._db.conn, lambda conn: _search(conn, match, terms, scopes, limit)
         )
-        if not rows:
-            return []
-        # bm25() is negative, lower is better. Each kind is scored against its own
-        # best: a past question that repeats the query word for word must not push
-        # the fact that answers it below the relevance threshold.
-        best: dict[bool, float] = {}
-        for row in rows:
-            best.setdefault(row[3] == CONVERSATION, float(row[-1]))
-        return [
-            (_memory(row), _relative(float(row[-1]), best[row[3] == CONVERSATION])) for row in rows
-        ]
 
-    async def _like(
-        self, terms: Sequence[str], scopes: Sequence[str], limit: int
-    ) -> list[tuple[Memory, float]]:
-        if not terms:
-            return []
-        patterns = [_like_pattern(term) for term in terms]
-        any_term = " OR ".join("content LIKE ? ESCAPE '\\'" for _ in patterns)
-        rows = await self._db.conn.execute_fetchall(
-            f"SELECT {_COLUMNS} FROM memories WHERE ({any_term}) "
-            f"AND scope IN ({_marks(scopes)}) ORDER BY updated_at DESC, id DESC LIMIT ?",
-            (*patterns, *scopes, limit),
-        )
-        return [(_memory(row), LIKE_SCORE) for row in rows]
+    async def keyword_of(
+        self, identity: str, label: str, query: str, limit: int
+    ) -> tuple[str, list[tuple[Memory, float]]]:
+        """The scope of the person behind ``identity`` (made on first sight, named
+        ``label``) and ``keyword`` of ``query`` in it and the shared scope: one trip."""
+        match, terms = fts_query(query), like_terms(query)
+
+        def search(conn: sqlite3.Connection) -> tuple[str, list[tuple[Memory, float]]]:
+            scope = person_scope(claim_identity(conn, identity, label, "seen"))
+            return scope, _search(conn, match, terms, [scope, SHARED], limit)
+
+        return await self._db.transaction(search)
 
     async def set_embeddings(self, rows: Sequence[tuple[int, bytes]], model: str) -> None:
         """Store the embeddings (memory id, float32 bytes) made by ``model``, in one transaction."""
@@ -379,6 +365,55 @@ def _relative(score: float, best: float) -> float:
 def _scope_token(scope: str) -> str:
     # Must equal the scope_token column: "s" and the UTF-8 bytes in hex (case is folded).
     return "s" + scope.encode().hex()
+
+
+def _search(
+    conn: sqlite3.Connection, match: str, terms: Sequence[str], scopes: Sequence[str], limit: int
+) -> list[tuple[Memory, float]]:
+    """The full-text hits of ``match``, or if there are none the substring hits of ``terms``."""
+    hits = _fts(conn, match, scopes, limit) if match else []
+    return hits or _like(conn, terms, scopes, limit)
+
+
+def _fts(
+    conn: sqlite3.Connection, match: str, scopes: Sequence[str], limit: int
+) -> list[tuple[Memory, float]]:
+    # The scope words narrow the matches inside the index, before any BM25
+    # (their column weighs 0); the outer query still checks each winner's scope.
+    # Ranking ids alone first keeps the text out of the sort.
+    in_scopes = " OR ".join(f'"{_scope_token(scope)}"' for scope in scopes)
+    rows = conn.execute(
+        f"SELECT {_M_COLUMNS}, ranked.score FROM ("
+        "  SELECT rowid AS id, bm25(memories_fts, 1, 1, 1, 0) AS score FROM memories_fts"
+        "  WHERE memories_fts MATCH ? ORDER BY score LIMIT ?"
+        ") AS ranked JOIN memories AS m ON m.id = ranked.id "
+        f"WHERE m.scope IN ({_marks(scopes)}) ORDER BY ranked.score, m.id",
+        (f"({match}) AND {{scope_token}} : ({in_scopes})", limit, *scopes),
+    ).fetchall()
+    if not rows:
+        return []
+    # bm25() is negative, lower is better. Each kind is scored against its own
+    # best: a past question that repeats the query word for word must not push
+    # the fact that answers it below the relevance threshold.
+    best: dict[bool, float] = {}
+    for row in rows:
+        best.setdefault(row[3] == CONVERSATION, float(row[-1]))
+    return [(_memory(row), _relative(float(row[-1]), best[row[3] == CONVERSATION])) for row in rows]
+
+
+def _like(
+    conn: sqlite3.Connection, terms: Sequence[str], scopes: Sequence[str], limit: int
+) -> list[tuple[Memory, float]]:
+    if not terms:
+        return []
+    patterns = [_like_pattern(term) for term in terms]
+    any_term = " OR ".join("content LIKE ? ESCAPE '\\'" for _ in patterns)
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE ({any_term}) "
+        f"AND scope IN ({_marks(scopes)}) ORDER BY updated_at DESC, id DESC LIMIT ?",
+        (*patterns, *scopes, limit),
+    ).fetchall()
+    return [(_memory(row), LIKE_SCORE) for row in rows]
 
 
 def _like_pattern(term: str) -> str:

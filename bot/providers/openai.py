@@ -65,6 +65,7 @@ class OpenAIProvider:
         self._url = f"{spec.url}/chat/completions"
         self._official = httpx.URL(spec.url).host == OPENAI_HOST
         self.schema_strategy: SchemaStrategy = "openai" if self._official else "conservative"
+        self._tools_shown: tuple[Sequence[ToolSpec], str, list[dict[str, Any]]] | None = None
 
     @property
     def label(self) -> str:
@@ -102,11 +103,25 @@ class OpenAIProvider:
         if temperature is not None:
             body["temperature"] = temperature
         if request.tools:
-            body["tools"] = openai_tools(request.tools, self.schema_strategy)
+            body["tools"] = self._wire_tools(request.tools)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
+
+    def _wire_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        """``openai_tools`` of ``tools``, cleaned once while the same specs come back
+        (every request of every turn sends them all; the list is never changed)."""
+        shown, strategy = self._tools_shown, self.schema_strategy
+        if (
+            shown is None
+            or shown[1] != strategy
+            or len(shown[0]) != len(tools)
+            or any(a is not b for a, b in zip(shown[0], tools, strict=True))
+        ):
+            shown = (tuple(tools), strategy, openai_tools(tools, strategy))
+            self._tools_shown = shown
+        return shown[2]
 
     def _parse(self, data: Any) -> Completion:
         if not isinstance(data, dict):

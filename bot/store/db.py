@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import aiosqlite
 
@@ -28,6 +28,7 @@ Check = Literal["header", "quick"]
 Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
 """A migration: an SQL script, or a function that changes rows with Python's help."""
 HEADER = b"SQLite format 3\x00"
+T = TypeVar("T")
 
 
 class DatabaseDamaged(UserError):
@@ -72,6 +73,7 @@ class Database:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._versions: dict[str, int] = {}  # each component's version when opened
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -89,8 +91,6 @@ class Database:
         if self._conn is not None:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if problem := await asyncio.to_thread(header_problem, self.path):
-            raise DatabaseDamaged(self.path, problem)
         # Conversations are private: create the file for its owner only (SQLite
         # gives its -wal and -shm files the same mode).
         os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -106,19 +106,31 @@ class Database:
         self._conn = conn
 
     async def _prepare(self, conn: aiosqlite.Connection, check: Check) -> None:
-        await conn.execute("PRAGMA busy_timeout=5000")
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA foreign_keys=ON")
-        if check == "quick":
-            found = [str(row[0]) for row in await conn.execute_fetchall("PRAGMA quick_check")]
-            if found != ["ok"]:
-                raise DatabaseDamaged(self.path, check_findings(found))
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions "
-            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
-        await conn.commit()
+        """The header, the pragmas, the check and every component's version, in one trip to
+        the connection's thread; the header is read before SQLite reads anything."""
+
+        def prepare(raw: sqlite3.Connection) -> str:
+            if problem := header_problem(self.path):
+                return problem
+            raw.execute("PRAGMA busy_timeout=5000")
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute("PRAGMA synchronous=NORMAL")
+            raw.execute("PRAGMA foreign_keys=ON")
+            if check == "quick":
+                found = [str(row[0]) for row in raw.execute("PRAGMA quick_check")]
+                if found != ["ok"]:
+                    return check_findings(found)
+            raw.execute(
+                "CREATE TABLE IF NOT EXISTS schema_versions "
+                "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+            raw.commit()
+            rows = raw.execute("SELECT component, version FROM schema_versions").fetchall()
+            self._versions = {str(name): int(version) for name, version in rows}
+            return ""
+
+        if problem := await on_thread(conn, prepare):
+            raise DatabaseDamaged(self.path, problem)
 
     async def close(self) -> None:
         """Close the connection if it is open."""
@@ -143,6 +155,36 @@ class Database:
                 raise
             await conn.commit()
 
+    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` as one write transaction, in one trip to the connection's thread.
+
+        ``work`` gets the plain ``sqlite3`` connection and runs on aiosqlite's
+        thread: committed when it returns, rolled back if it raises. Each awaited
+        statement of ``write`` is a round trip between threads; the few writes of
+        every message go this way instead, all at once. Nothing else runs on the
+        connection meanwhile, and a caller cancelled while it runs does not stop
+        it: it commits, as a write whose commit was already sent does.
+
+        The thread runs what is queued in order, one call at a time, so ``work``
+        needs the write lock only while a ``write`` block is open (its statements
+        go one by one); otherwise it is queued at once, and transactions of
+        concurrent turns go to the thread together instead of taking turns here.
+        """
+
+        def run(raw: sqlite3.Connection) -> T:
+            try:
+                result = work(raw)
+            except BaseException:
+                raw.rollback()
+                raise
+            raw.commit()
+            return result
+
+        if not self._write_lock.locked():
+            return await on_thread(self.conn, run)
+        async with self._write_lock:
+            return await on_thread(self.conn, run)
+
     async def migrate(self, component: str, steps: Sequence[Step]) -> None:
         """Apply the migrations of ``component`` that this database has not run yet.
 
@@ -153,6 +195,8 @@ class Database:
             await self._migrate(component, steps)
 
     async def _migrate(self, component: str, steps: Sequence[Step]) -> None:
+        if self._versions.get(component, 0) >= len(steps):
+            return  # current when the file was opened; versions only ever go up
         conn = self.conn
         rows = await conn.execute_fetchall(
             "SELECT version FROM schema_versions WHERE component = ?", (component,)
@@ -174,6 +218,14 @@ class Database:
             except BaseException:
                 await conn.rollback()
                 raise
+
+
+async def on_thread(conn: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` with ``conn``'s plain ``sqlite3`` connection on aiosqlite's thread:
+    however many statements, one trip, inside whatever transaction ``conn`` has open."""
+    # aiosqlite has no public call for this: ``_execute`` queues a function for its
+    # thread and ``_conn`` is its sqlite3 connection (aiosqlite is pinned below 0.23).
+    return await conn._execute(work, conn._conn)  # type: ignore[no-untyped-call,no-any-return]
 
 
 def is_damage(exc: sqlite3.DatabaseError) -> bool:

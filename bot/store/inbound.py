@@ -9,6 +9,7 @@ starts was interrupted and is answered then, unless it is too old.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -58,27 +59,28 @@ class InboundStore:
     async def record(self, message: InboundMessage) -> int | None:
         """Store ``message`` (committed); return its row id, or None if it was stored before."""
         key = message.message_id or f"local-{time.time_ns()}"
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+        row = (message.channel, key, str(message.session), message.to_json(), message.received_at)
+
+        def insert(conn: sqlite3.Connection) -> int | None:
+            cursor = conn.execute(
                 "INSERT INTO inbound (channel, message_key, session_key, payload, received_at) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, message_key) DO NOTHING",
-                (
-                    message.channel,
-                    key,
-                    str(message.session),
-                    message.to_json(),
-                    message.received_at,
-                ),
+                row,
             )
-        return cursor.lastrowid if cursor.rowcount == 1 else None
+            return cursor.lastrowid if cursor.rowcount == 1 else None
+
+        return await self._db.transaction(insert)
 
     async def mark(self, row_id: int, status: InboundStatus, note: str = "") -> None:
         """Record how a message was handled."""
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE inbound SET status = ?, handled_at = ?, note = ? WHERE id = ?",
-                (status, time.time(), note or None, row_id),
+        values = (status, time.time(), note or None, row_id)
+
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE inbound SET status = ?, handled_at = ?, note = ? WHERE id = ?", values
             )
+
+        await self._db.transaction(update)
 
     async def pending(self) -> list[StoredInbound]:
         """Messages accepted but not yet handled, oldest first."""

@@ -18,24 +18,24 @@ Memories name their person by scope ``person:ID`` (``person_scope``).
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from bot.store.db import Database, Step
-from bot.store.pairing import ALPHABET, CODE_LENGTH, normalize_code
 from bot.store.people_rows import (
     OWNER_ACCOUNTS,
     TERMINAL,
     How,
     add_identity,
+    claim_identity,
     identities_of,
     identity_of,
     import_paired,
     is_owner,
     merge,
-    person_for_identity,
     person_of,
     person_scope,
     scope_person,
@@ -125,6 +125,8 @@ class LinkOutcome:
 
 def new_link_code() -> str:
     """A random link code, in the pairing codes' alphabet (no look-alikes)."""
+    from bot.store.pairing import ALPHABET, CODE_LENGTH  # pairing, loaded when it is used
+
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
@@ -166,13 +168,12 @@ class PeopleStore:
     ) -> Person:
         """The person behind a sender, made (named ``label``) on first sight."""
         identity = identity_of(channel, user_id)
-        found = await self.of_identity(identity)
-        if found is not None:
-            return found
-        async with self._db.write() as conn:
-            person_id = await person_for_identity(conn, identity, label, how)
-        person = await self.get(person_id)
-        assert person is not None
+
+        def claim(conn: sqlite3.Connection) -> list[Person]:  # one trip, known or new
+            person_id = claim_identity(conn, identity, label, how)
+            return _people_of(conn.execute(_people_query("WHERE p.id = ?"), (person_id,)))
+
+        (person,) = await self._db.transaction(claim)
         return person
 
     async def speaker(
@@ -226,6 +227,8 @@ class PeopleStore:
 
     async def void_link(self, code: str) -> bool:
         """Cancel a code (it was shown where others could read it); True if it existed."""
+        from bot.store.pairing import normalize_code
+
         async with self._db.write() as conn:
             cursor = await conn.execute(
                 "DELETE FROM link_codes WHERE code = ?", (normalize_code(code),)
@@ -240,6 +243,8 @@ class PeopleStore:
         The code is used up whatever happens. An account that was a person of its
         own (and nothing else) is merged into the code's person.
         """
+        from bot.store.pairing import normalize_code
+
         now = time.time() if now is None else now
         identity = identity_of(channel, user_id)
         async with self._db.write() as conn:
@@ -286,27 +291,35 @@ class PeopleStore:
         return person
 
     async def _people(self, where: str, params: Sequence[object]) -> list[Person]:
-        rows = await self._db.conn.execute_fetchall(
-            "SELECT p.id, p.name, p.is_owner, p.created_at, i.identity, i.label, i.how, "
-            f"i.linked_at FROM people AS p LEFT JOIN identities AS i ON i.person_id = p.id {where} "
-            "ORDER BY p.is_owner DESC, p.id, i.identity = 'terminal' DESC, i.linked_at, i.identity",
-            params,
-        )
-        people: dict[int, Person] = {}
-        accounts: dict[int, list[Identity]] = {}
-        for row in rows:
-            person_id = int(row[0])
-            if person_id not in people:
-                people[person_id] = Person(person_id, str(row[1]), bool(row[2]), float(row[3]))
-                accounts[person_id] = []
-            if row[4] is not None:
-                accounts[person_id].append(
-                    Identity(str(row[4]), str(row[5]), str(row[6]), float(row[7]))
-                )
-        return [
-            Person(p.id, p.name, p.is_owner, p.created_at, tuple(accounts[p.id]))
-            for p in people.values()
-        ]
+        return _people_of(await self._db.conn.execute_fetchall(_people_query(where), params))
+
+
+def _people_query(where: str) -> str:
+    """The people ``where`` selects, one row per identity, in ``_people_of``'s order."""
+    return (
+        "SELECT p.id, p.name, p.is_owner, p.created_at, i.identity, i.label, i.how, "
+        f"i.linked_at FROM people AS p LEFT JOIN identities AS i ON i.person_id = p.id {where} "
+        "ORDER BY p.is_owner DESC, p.id, i.identity = 'terminal' DESC, i.linked_at, i.identity"
+    )
+
+
+def _people_of(rows: Iterable[Sequence[Any]]) -> list[Person]:
+    """The people in the rows of a ``_people_query``."""
+    people: dict[int, Person] = {}
+    accounts: dict[int, list[Identity]] = {}
+    for row in rows:
+        person_id = int(row[0])
+        if person_id not in people:
+            people[person_id] = Person(person_id, str(row[1]), bool(row[2]), float(row[3]))
+            accounts[person_id] = []
+        if row[4] is not None:
+            accounts[person_id].append(
+                Identity(str(row[4]), str(row[5]), str(row[6]), float(row[7]))
+            )
+    return [
+        Person(p.id, p.name, p.is_owner, p.created_at, tuple(accounts[p.id]))
+        for p in people.values()
+    ]
 
 
 __all__ = ["OWNER_ACCOUNTS", "TERMINAL", "identity_of", "person_scope", "scope_person"]

@@ -16,10 +16,13 @@ read and move its entries with ``pinclaw memory``.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from typing import Literal
 
 import aiosqlite
+
+from bot.store.db import on_thread
 
 log = logging.getLogger(__name__)
 
@@ -54,21 +57,30 @@ async def person_for_identity(
     conn: aiosqlite.Connection, identity: str, label: str, how: How, now: float | None = None
 ) -> int:
     """The id of the person behind ``identity``, made on first sight (inside a write)."""
-    current = await person_of(conn, identity)
+    return await on_thread(conn, lambda raw: claim_identity(raw, identity, label, how, now))
+
+
+def claim_identity(
+    conn: sqlite3.Connection, identity: str, label: str, how: How, now: float | None = None
+) -> int:
+    """``person_for_identity`` on the plain connection (on its thread, inside a write)."""
+    current = conn.execute(
+        "SELECT person_id FROM identities WHERE identity = ?", (identity,)
+    ).fetchone()
     if current is not None:
-        return current
+        return int(current[0])
     now = time.time() if now is None else now
     if identity in OWNER_ACCOUNTS:  # the web chat's, on its first message
-        person_id = await owner_id(conn)
-        await add_identity(conn, identity, person_id, label, "owner", now)
+        person_id = int(conn.execute("SELECT id FROM people WHERE is_owner = 1").fetchone()[0])
+        conn.execute(_ADD_IDENTITY, _identity_row(identity, person_id, label, "owner", now))
         return person_id
     name = " ".join(label.split())[:80] or identity
-    row = await conn.execute_insert(
+    cursor = conn.execute(
         "INSERT INTO people (name, is_owner, created_at) VALUES (?, 0, ?)", (name, now)
     )
-    assert row is not None
-    person_id = int(row[0])
-    await add_identity(conn, identity, person_id, label, how, now)
+    assert cursor.lastrowid is not None
+    person_id = cursor.lastrowid
+    conn.execute(_ADD_IDENTITY, _identity_row(identity, person_id, label, how, now))
     return person_id
 
 
@@ -97,14 +109,21 @@ async def identities_of(conn: aiosqlite.Connection, person_id: int) -> list[str]
     return [str(row[0]) for row in rows]
 
 
+_ADD_IDENTITY = (
+    "INSERT INTO identities (identity, person_id, label, how, linked_at) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+def _identity_row(
+    identity: str, person_id: int, label: str, how: str, now: float
+) -> tuple[object, ...]:
+    return (identity, person_id, " ".join(label.split())[:80], how, now)
+
+
 async def add_identity(
     conn: aiosqlite.Connection, identity: str, person_id: int, label: str, how: str, now: float
 ) -> None:
-    await conn.execute(
-        "INSERT INTO identities (identity, person_id, label, how, linked_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        (identity, person_id, " ".join(label.split())[:80], how, now),
-    )
+    await conn.execute(_ADD_IDENTITY, _identity_row(identity, person_id, label, how, now))
 
 
 async def import_paired(conn: aiosqlite.Connection) -> None:

@@ -9,6 +9,7 @@ calendar days and months in the configured timezone.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,23 +92,27 @@ class UsageStore:
 
     async def record(self, call: ModelCall) -> None:
         """Store one model call durably."""
-        async with self._db.write() as conn:
-            await conn.execute(
+        row = (
+            call.at or time.time(),
+            call.provider,
+            call.model,
+            max(0, call.input_tokens),
+            max(0, call.output_tokens),
+            call.cost,
+            call.chat,
+            call.sender,
+            call.origin,
+            call.turn_id,
+        )
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT INTO model_calls (at, provider, model, input_tokens, output_tokens, "
                 "cost, chat, sender, origin, turn_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    call.at or time.time(),
-                    call.provider,
-                    call.model,
-                    max(0, call.input_tokens),
-                    max(0, call.output_tokens),
-                    call.cost,
-                    call.chat,
-                    call.sender,
-                    call.origin,
-                    call.turn_id,
-                ),
+                row,
             )
+
+        await self._db.transaction(insert)
 
     async def tokens_since(self, since: float) -> int:
         """Model tokens (in and out) of every call since ``since`` (seconds since the epoch)."""

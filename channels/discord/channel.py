@@ -50,7 +50,7 @@ from bot.core.messages import (
     OutboundFile,
     OutboundMessage,
 )
-from bot.core.pacing import Pacer
+from bot.core.pacing import Pacer, Unpaced
 from bot.core.typing_indicator import keep_typing
 from channels.discord.approvals import ApprovalMessages
 from channels.discord.client import PinClawClient, point_discord_at
@@ -92,7 +92,7 @@ class DiscordChannel:
         self._settings = settings
         self._deps = deps
         self.status = ChannelStatus(self.name)
-        self._pacer = Pacer(per_chat_s=0.3, global_per_s=25.0)
+        self._pacer = Pacer(per_chat_s=0.3, global_per_s=25.0) if settings.pacing else Unpaced()
         self._put_lock = asyncio.Lock()
         self._inbox: Inbox | None = None
         self._client: PinClawClient | None = None

@@ -13,6 +13,9 @@ class DiscordSettings(ChannelSettings):
     token: SecretStr
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg"
+    # Client-side flood control (sends paced as the platform asks); false sends at once:
+    # for measuring (the platform answers floods with 429s).
+    pacing: bool = True
 
     @field_validator("api_base_url", "gateway_url")
     @classmethod

@@ -49,7 +49,7 @@ from bot.core.messages import (
     OutboundFile,
     OutboundMessage,
 )
-from bot.core.pacing import Pacer
+from bot.core.pacing import Pacer, Unpaced
 from channels.slack.approvals import DirectChats, SlackApprovals
 from channels.slack.client import ProgressReaction, SlackWeb
 from channels.slack.connection import serve_http, serve_socket
@@ -94,7 +94,11 @@ class SlackChannel:
         self._settings = settings
         self._deps = deps
         self._web = SlackWeb(settings.bot_token.get_secret_value(), settings.api_base_url, deps.ssl)
-        self._pacer = Pacer(per_chat_s=settings.send_interval_s, global_per_s=GLOBAL_SENDS_PER_S)
+        self._pacer = (
+            Pacer(per_chat_s=settings.send_interval_s, global_per_s=GLOBAL_SENDS_PER_S)
+            if settings.pacing
+            else Unpaced()
+        )
         self._hooks = ResponseHooks()
         self._threads = ThreadMemory(deps.state)
         self._directory = Directory(self._web.client)

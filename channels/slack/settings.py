@@ -30,6 +30,9 @@ class SlackSettings(ChannelSettings):
     send_interval_s: float = Field(default=1.0, ge=0)
     # Reaction shown on a message while its answer is being written; "" turns it off.
     progress_reaction: str = "eyes"
+    # Client-side flood control (sends paced as the platform asks); false sends at once:
+    # for measuring (the platform answers floods with 429s).
+    pacing: bool = True
 
     @field_validator("api_base_url")
     @classmethod

@@ -6,8 +6,8 @@ by webhook (``telegram_webhook``), normalises them (``telegram_updates``) and
 puts them into the inbox before Telegram is told they arrived. ``send`` renders
 Telegram HTML, splits, paces and retries (``telegram_send``); ``text_sink``
 shows a reply as it is written, in a message edited about once a second
-(``draft.py``); ``typing`` keeps "typing…" visible; ``fetch`` downloads
-attachments up to Telegram's 20 MB.
+(``draft.py``); ``typing`` keeps "typing…" visible once a reply takes longer than
+``TYPING_AFTER_S``; ``fetch`` downloads attachments up to Telegram's 20 MB.
 As an ``ApprovalSurface`` it posts approval requests with inline buttons and
 edits them into their record; taps on those buttons (callback queries) go to
 ``inbox.press`` through ``telegram_presses``, never through the inbound store.
@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the most the Bot API lets a bot download
 TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for about 5 s
+# A reply sent within this long needs no "typing…" first (as a draft waits GRACE_S).
+TYPING_AFTER_S = 1.0
 # Commands the core understands that are not in Telegram's command menu; a bare one
 # (without @botname) in a group still addresses the bot.
 TYPED_ONLY_COMMANDS = frozenset({"start", "approve", "link"})
@@ -77,7 +79,7 @@ class TelegramChannel:
         self._client = TelegramClient(
             settings.token.get_secret_value(), settings.api_base_url, deps.ssl
         )
-        self._sender = Sender()
+        self._sender = Sender(paced=settings.pacing)
         self._poller = Poller(settings.poll_timeout_s, self._accept_update)
         self._presses = PressHandler(self._client, self.status)
         self._me: BotIdentity | None = None
@@ -150,8 +152,11 @@ class TelegramChannel:
         return Draft(TelegramDraft(self._client, self._sender, message), self.send)
 
     def typing(self, message: InboundMessage) -> AbstractAsyncContextManager[None]:
-        """Show "typing…" in the message's chat (and topic) until the block exits."""
-        return keep_typing(lambda: self._typing_once(message), every_s=TYPING_EVERY_S)
+        """Show "typing…" in the message's chat (and topic) from ``TYPING_AFTER_S`` on,
+        until the block exits."""
+        return keep_typing(
+            lambda: self._typing_once(message), every_s=TYPING_EVERY_S, after_s=TYPING_AFTER_S
+        )
 
     async def fetch(self, attachment: Attachment) -> bytes:
         """Download an attachment (Telegram lets bots download up to 20 MB)."""

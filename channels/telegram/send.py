@@ -29,7 +29,7 @@ from telegram.error import BadRequest
 from bot.core.channel import DeliveryError
 from bot.core.delivery import send_with_retries
 from bot.core.messages import Button, OutboundMessage
-from bot.core.pacing import Pacer
+from bot.core.pacing import Pacer, Unpaced
 from channels.telegram.client import classify, is_markup_error
 from channels.telegram.format import Piece, split_reply
 
@@ -44,10 +44,12 @@ UNEDITABLE = ("message to edit not found", "message can't be edited", "message_i
 class Sender:
     """Sends replies through a ``Bot``, paced per chat and overall."""
 
-    def __init__(self) -> None:
-        self._pacer = Pacer(per_chat_s=1.0, global_per_s=30.0)
+    def __init__(self, *, paced: bool = True) -> None:
+        self._pacer = Pacer(per_chat_s=1.0, global_per_s=30.0) if paced else Unpaced()
         # Groups: 20 a minute, strictly (no burst): Telegram is least forgiving there.
-        self._group_pacer = Pacer(per_chat_s=3.0, global_per_s=1000.0, burst=1)
+        self._group_pacer = (
+            Pacer(per_chat_s=3.0, global_per_s=1000.0, burst=1) if paced else Unpaced()
+        )
 
     async def send(self, bot: Bot, message: OutboundMessage) -> list[Message]:
         """Deliver every piece of ``message`` in order (returned), or raise ``DeliveryError``."""

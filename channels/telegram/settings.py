@@ -20,6 +20,9 @@ class TelegramSettings(ChannelSettings):
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=1, le=65535)
     webhook_secret: SecretStr | None = None
+    # Client-side flood control (sends paced as the platform asks); false sends at once:
+    # for a local Bot API server or measuring (the platform answers floods with 429s).
+    pacing: bool = True
 
     @field_validator("api_base_url", "webhook_url")
     @classmethod
