@@ -10,7 +10,8 @@ random 384-dimension unit vector (seeded), loads the vector cache, then times
 ``HybridRecall.recall`` end to end (FTS5 search, vector search, merge, rows
 fetched) for varied questions with query vectors. Separately it times
 ``store_many`` of 10,000 memories into a fresh database (no embedding). Figures
-go to stdout as a Markdown table.
+go to stdout as a Markdown table (percentiles nearest-rank; p99 only from 100
+calls up); the last line is ``key=value`` pairs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchkit import NAN, final_line, percentile, shown
 
 from bot.memory.models import CORE, DAILY, SHARED, NewMemory
 from bot.memory.recall import HybridRecall
@@ -115,12 +118,6 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def percentile(samples: list[float], share: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 async def fill(store: MemoryStore, count: int, rng: random.Random) -> tuple[float, float]:
     """Store ``count`` memories and their vectors; (seconds storing, seconds embedding)."""
     vectors_rng = np.random.default_rng(SEED)
@@ -173,14 +170,26 @@ def summary(name: str, ms: list[float]) -> dict[str, str]:
     """Median, p90, p99 and max of one series of timings."""
     return {
         f"{name} ({len(ms)} calls), median": f"{statistics.median(ms):.1f} ms",
-        f"{name}, p90": f"{percentile(ms, 0.9):.1f} ms",
-        f"{name}, p99": f"{percentile(ms, 0.99):.1f} ms",
+        f"{name}, p90": shown(percentile(ms, 90), " ms", 1, 90, len(ms)),
+        f"{name}, p99": shown(percentile(ms, 99), " ms", 1, 99, len(ms)),
         f"{name}, max": f"{max(ms):.1f} ms",
     }
 
 
-async def bench_recall(path: Path, count: int, queries: int) -> dict[str, str]:
-    """Fill a database, load the cache, and time ``queries`` recalls."""
+def key_figures(prefix: str, ms: list[float]) -> dict[str, float | int]:
+    """Median, p90 and p99 of one series for the final line."""
+    return {
+        f"{prefix}_median_ms": statistics.median(ms),
+        f"{prefix}_p90_ms": percentile(ms, 90),
+        f"{prefix}_p99_ms": percentile(ms, 99),
+    }
+
+
+async def bench_recall(
+    path: Path, count: int, queries: int, figures: dict[str, float | int]
+) -> dict[str, str]:
+    """Fill a database, load the cache, and time ``queries`` recalls (``figures`` gets the
+    final line's numbers)."""
     rng = random.Random(SEED)
     db = Database(path)
     await db.open()
@@ -200,6 +209,16 @@ async def bench_recall(path: Path, count: int, queries: int) -> dict[str, str]:
         size = database_size(path)
     finally:
         await db.close()
+    figures |= {
+        "memories": count,
+        "vector_cache_load_s": loading,
+        "vector_cache_mib": cache.nbytes / 2**20,
+        **key_figures("hybrid", hybrid),
+        **key_figures("keyword", keyword_only),
+        **key_figures("fallback", fallback),
+        "database_mib": size / 2**20,
+        "rss_mib": rss_mib(),
+    }
     return {
         "memories stored (batches of 10,000)": f"{count:,} in {storing:.1f} s",
         "embeddings stored (set_embeddings)": f"{embedding:.1f} s",
@@ -213,7 +232,7 @@ async def bench_recall(path: Path, count: int, queries: int) -> dict[str, str]:
     }
 
 
-async def bench_batch(path: Path) -> dict[str, str]:
+async def bench_batch(path: Path, figures: dict[str, float | int]) -> dict[str, str]:
     """Time one ``store_many`` of 10,000 memories into a fresh database."""
     db = Database(path)
     await db.open()
@@ -226,6 +245,7 @@ async def bench_batch(path: Path) -> dict[str, str]:
         wall = time.perf_counter() - began
     finally:
         await db.close()
+    figures["store_many_10k_s"] = wall
     return {"store_many of 10,000 into a fresh database": f"{wall:.2f} s"}
 
 
@@ -235,17 +255,23 @@ async def main() -> None:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
+    numbers: dict[str, float | int] = {"store_many_10k_s": NAN}
     with tempfile.TemporaryDirectory() as folder:
-        figures = await bench_batch(Path(folder) / "batch.db")
-        figures |= await bench_recall(Path(folder) / "recall.db", args.memories, args.queries)
+        figures = await bench_batch(Path(folder) / "batch.db", numbers)
+        figures |= await bench_recall(
+            Path(folder) / "recall.db", args.memories, args.queries, numbers
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     figures["peak RSS of the benchmark"] = f"{peak:.0f} MiB"
+    numbers["peak_rss_mib"] = peak
     print(
         f"Python {sys.version.split()[0]}, numpy {np.__version__}, SQLite {sqlite3.sqlite_version}"
     )
     print("\n| measure | value |\n|---|---|")
     for name, value in figures.items():
         print(f"| {name} | {value} |")
+    print()
+    print(final_line(numbers))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ recorded (one clock for everything), when the first text became visible (the fir
 ``sendMessage`` of the answer: the draft) and when the whole reply was in place (the
 last edit of it). The same is measured with ``[agent] stream = false`` and a model
 that takes the same time but sends its answer at once, for the full-reply time of a
-reply that is not streamed. The last line is ``key=value`` pairs, times in seconds.
+reply that is not streamed. Percentiles are nearest-rank (p90 from 10 rounds up). The
+last line is ``key=value`` pairs, times in seconds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchkit import final_line, percentile, shown
 
 from channels.telegram.format import to_html
 from tests.daemon_harness import DaemonProcess, telegram_run_config
@@ -43,12 +46,6 @@ REPLY = (
     "I can also open the vent automatically when the humidity passes 75%: say the word "
     "and I will add a job for it."
 )
-
-
-def percentile(values: list[float], share: float) -> float:
-    """The value below which ``share`` of ``values`` lie (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[max(0, round(share * len(ordered)) - 1)]
 
 
 def one_round(telegram: FakeTelegram, number: int) -> tuple[float, float, int]:
@@ -123,22 +120,21 @@ def main() -> None:
     print("| measure | median | p90 |")
     print("|---|---|---|")
     for name, values in rows:
-        median, p90 = statistics.median(values), percentile(values, 0.9)
-        print(f"| {name} | {median:.2f} s | {p90:.2f} s |")
+        median, p90 = statistics.median(values), percentile(values, 90)
+        print(f"| {name} | {median:.2f} s | {shown(p90, ' s', 2, 90, len(values))} |")
     print(f"| edits per streamed reply | {statistics.median(edits):g} | {max(edits)} (max) |")
-    pairs = {
+    pairs: dict[str, float | int] = {
         "rounds": args.rounds,
         "model_s": round(args.pieces * args.pause, 2),
         "first_text_median_s": statistics.median(first),
-        "first_text_p90_s": percentile(first, 0.9),
+        "first_text_p90_s": percentile(first, 90),
         "full_median_s": statistics.median(full),
-        "full_p90_s": percentile(full, 0.9),
+        "full_p90_s": percentile(full, 90),
         "unstreamed_full_median_s": statistics.median(unstreamed),
-        "unstreamed_full_p90_s": percentile(unstreamed, 0.9),
+        "unstreamed_full_p90_s": percentile(unstreamed, 90),
         "edits_median": statistics.median(edits),
     }
-    shown = (f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in pairs.items())
-    print(" ".join(shown))
+    print(final_line(pairs))
 
 
 if __name__ == "__main__":
