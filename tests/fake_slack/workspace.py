@@ -141,12 +141,17 @@ class Workspace:
     ephemerals: list[JSON] = field(default_factory=list)
     reactions: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     _ticks: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _epoch: int = field(default_factory=lambda: int(time.time()))
+    _last_micros: int = 0
 
     def next_ts(self) -> str:
-        """A unique, increasing message timestamp like Slack's: epoch seconds, now-ish."""
-        micros = next(self._ticks) * 100
-        return f"{self._epoch + micros // 1_000_000}.{micros % 1_000_000:06d}"
+        """A unique, increasing message timestamp like Slack's: the epoch time now.
+
+        Now, not the fake's start plus a counter: PinClaw does not answer messages
+        older than ``max_message_age_s`` (an hour), which a long run would reach.
+        """
+        micros = max(int(time.time() * 1_000_000), self._last_micros + 100)
+        self._last_micros = micros
+        return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
 
     def next_id(self, prefix: str) -> str:
         """A unique Slack-style id: ``F0000003``, ``Ev0000004``..."""
