@@ -305,11 +305,16 @@ class MemoryStore:
 
     async def health(self) -> dict[str, object]:
         """Counts and checks: is the full-text index in step with the entries?"""
-        entries = await self._scalar("SELECT count(*) FROM memories")
-        # The FTS table itself reads through to ``memories``; its docsize table
-        # holds one row per indexed entry.
-        indexed = await self._scalar("SELECT count(*) FROM memories_fts_docsize")
-        embedded = await self._scalar("SELECT count(*) FROM memory_embeddings")
+        # One statement, so the counts come from one snapshot: a turn that stores
+        # what someone said between two reads would look like a broken index. The
+        # FTS table itself reads through to ``memories``; its docsize table holds
+        # one row per indexed entry.
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT (SELECT count(*) FROM memories), "
+            "(SELECT count(*) FROM memories_fts_docsize), "
+            "(SELECT count(*) FROM memory_embeddings)"
+        )
+        entries, indexed, embedded = (int(value) for value in next(iter(rows)))
         problems: list[str] = []
         try:
             # rank = 1 also compares the index with the content table.
