@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import re
 import socket
 import sys
 import tempfile
@@ -99,7 +100,7 @@ class Log:
     daemon: DaemonProcess
     warnings: int = 0
     errors: int = 0
-    examples: list[str] = field(default_factory=list)
+    kinds: dict[str, tuple[int, str]] = field(default_factory=dict)  # count, an example
     _read: int = 0
 
     def scan(self) -> None:
@@ -111,13 +112,19 @@ class Log:
                     self.warnings += 1
                 else:
                     self.errors += 1
-                if len(self.examples) < 5:
-                    self.examples.append(line.rstrip())
+                kind = kind_of(line)
+                count, example = self.kinds.get(kind, (0, line.rstrip()))
+                self.kinds[kind] = (count + 1, example)
         self._read = len(lines)
         if len(lines) > KEEP_LOG_LINES:
             drop = len(lines) - KEEP_LOG_LINES // 2
             del lines[:drop]
             self._read -= drop
+
+
+def kind_of(line: str) -> str:
+    """A log line without its time and numbers: lines that differ only there are one kind."""
+    return re.sub(r"\d+(\.\d+)?", "N", line.split(" ", 2)[-1])[:120]
 
 
 def free_port() -> int:
@@ -355,8 +362,8 @@ def report(
     )
     print(f"| most messages waiting for their reply at a sample | {figures['backlog_max']} |")
     print(f"| warnings / errors logged | {log.warnings} / {log.errors} |")
-    for line in log.examples:
-        print(f"log: {line}", file=sys.stderr)
+    for count, example in sorted(log.kinds.values(), reverse=True):
+        print(f"log, {count} like: {example}", file=sys.stderr)
     for name, sent, got in wrong:
         print(f"{name}: {sent} sent, {got} replies", file=sys.stderr)
     print()
