@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sqlite3
 import sys
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 from bot import __version__
 from bot.cli.completion import complete
 from bot.cli.startup import pause_collector, resume_collector
+from bot.core.by_name import load
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -153,8 +153,7 @@ def _resolve(adder: Adder | str) -> Adder:
     """The function itself, or ``module:function`` imported now."""
     if not isinstance(adder, str):
         return adder
-    module, _, name = adder.partition(":")
-    found: Adder = getattr(importlib.import_module(module), name)
+    found: Adder = load(adder)
     return found
 
 

@@ -6,10 +6,11 @@ loaded by name, so a channel that is not enabled never has its library imported.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+from bot.core.by_name import load as _load
 
 if TYPE_CHECKING:
     from bot.core.channel_check import CheckCredentials
@@ -45,8 +46,3 @@ def credential_check(name: str) -> CheckCredentials:
         raise KeyError(name)
     check: CheckCredentials = _load(f"channels.{name}.check:check_credentials")
     return check
-
-
-def _load(target: str) -> Any:
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
