@@ -19,18 +19,29 @@ cryptography, is imported.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 SKIPPED = ("cryptography", "httpx._main")
 
 
+ABSENT = ("sniffio",)
+"""Imports that fail anyway when the package is not installed, but only after a search
+of every ``sys.path`` entry: httpcore imports sniffio inside every request (and uses
+asyncio without it), a dozen directory searches a message."""
+
+
 def skip_unused_optional_imports() -> None:
-    """Make the optional imports above fail fast, unless something already loaded them."""
+    """Make the optional imports above fail fast, unless something already loaded them;
+    and those of ``ABSENT`` that are not installed, without the search each time."""
     for name in SKIPPED:
         parent = name.rpartition(".")[0]
         if name in sys.modules or (parent and parent in sys.modules):
             continue
         sys.modules[name] = None  # type: ignore[assignment]
+    for name in ABSENT:
+        if name not in sys.modules and importlib.util.find_spec(name) is None:
+            sys.modules[name] = None  # type: ignore[assignment]
 
 
 def allow_skipped_imports() -> None:

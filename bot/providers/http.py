@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import importlib.util
 import json
 import logging
 import random
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -38,21 +36,6 @@ log = logging.getLogger(__name__)
 RETRY_LOGGER = log.name  # each retry is one warning here; ``retry_notice`` reads it
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-def _skip_sniffio_lookups() -> None:
-    """Let httpcore's ``import sniffio`` fail at once when sniffio is not installed.
-
-    httpcore imports it inside every request (twice or more) and uses asyncio
-    when it is missing; a missing module is searched for on every ``sys.path``
-    entry each time, which cost each message a dozen directory searches. A
-    ``None`` in ``sys.modules`` fails the same import without the search.
-    """
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-_skip_sniffio_lookups()
 
 
 @dataclass(frozen=True, slots=True)
