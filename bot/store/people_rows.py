@@ -64,14 +64,12 @@ def claim_identity(
     conn: sqlite3.Connection, identity: str, label: str, how: How, now: float | None = None
 ) -> int:
     """``person_for_identity`` on the plain connection (on its thread, inside a write)."""
-    current = conn.execute(
-        "SELECT person_id FROM identities WHERE identity = ?", (identity,)
-    ).fetchone()
+    current = conn.execute(_PERSON_OF, (identity,)).fetchone()
     if current is not None:
         return int(current[0])
     now = time.time() if now is None else now
     if identity in OWNER_ACCOUNTS:  # the web chat's, on its first message
-        person_id = int(conn.execute("SELECT id FROM people WHERE is_owner = 1").fetchone()[0])
+        person_id = int(conn.execute(_OWNER).fetchone()[0])
         conn.execute(_ADD_IDENTITY, _identity_row(identity, person_id, label, "owner", now))
         return person_id
     name = " ".join(label.split())[:80] or identity
@@ -86,14 +84,12 @@ def claim_identity(
 
 async def owner_id(conn: aiosqlite.Connection) -> int:
     """The owner's person id."""
-    rows = await conn.execute_fetchall("SELECT id FROM people WHERE is_owner = 1")
+    rows = await conn.execute_fetchall(_OWNER)
     return int(next(iter(rows))[0])
 
 
 async def person_of(conn: aiosqlite.Connection, identity: str) -> int | None:
-    rows = await conn.execute_fetchall(
-        "SELECT person_id FROM identities WHERE identity = ?", (identity,)
-    )
+    rows = await conn.execute_fetchall(_PERSON_OF, (identity,))
     return next((int(row[0]) for row in rows), None)
 
 
@@ -109,6 +105,8 @@ async def identities_of(conn: aiosqlite.Connection, person_id: int) -> list[str]
     return [str(row[0]) for row in rows]
 
 
+_OWNER = "SELECT id FROM people WHERE is_owner = 1"
+_PERSON_OF = "SELECT person_id FROM identities WHERE identity = ?"
 _ADD_IDENTITY = (
     "INSERT INTO identities (identity, person_id, label, how, linked_at) VALUES (?, ?, ?, ?, ?)"
 )
