@@ -136,11 +136,7 @@ class MemoryStore:
     async def store(self, item: NewMemory, now: float | None = None) -> Memory:
         """Store an entry, replacing the one with the same scope and key; return it."""
         values = _row(item, _now(now))
-
-        def upsert(conn: sqlite3.Connection) -> list[Any]:
-            return conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", values).fetchall()
-
-        (row,) = await self._db.transaction(upsert)  # an upsert always returns its row
+        row = await self._db.transaction(lambda conn: _upsert(conn, values))
         return _memory(row)
 
     async def store_said(
@@ -150,12 +146,11 @@ class MemoryStore:
         ``label``), in their scope whatever ``item`` says; person and entry in one trip."""
         stamp = _now(now)
 
-        def upsert(conn: sqlite3.Connection) -> list[Any]:
+        def upsert(conn: sqlite3.Connection) -> Any:
             scope = person_scope(claim_identity(conn, identity, label, "seen"))
-            row = _row(replace(item, scope=scope), stamp)
-            return conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", row).fetchall()
+            return _upsert(conn, _row(replace(item, scope=scope), stamp))
 
-        (row,) = await self._db.transaction(upsert)  # an upsert always returns its row
+        row = await self._db.transaction(upsert)
         return _memory(row)
 
     async def store_many(self, items: Sequence[NewMemory], now: float | None = None) -> int:
@@ -370,6 +365,12 @@ def _relative(score: float, best: float) -> float:
 def _scope_token(scope: str) -> str:
     # Must equal the scope_token column: "s" and the UTF-8 bytes in hex (case is folded).
     return "s" + scope.encode().hex()
+
+
+def _upsert(conn: sqlite3.Connection, values: Sequence[object]) -> Any:
+    """Store one entry's row (``_row``); its row as stored (an upsert always returns it)."""
+    (row,) = conn.execute(f"{_UPSERT} RETURNING {_COLUMNS}", values).fetchall()
+    return row
 
 
 def _search(
