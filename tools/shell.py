@@ -109,7 +109,7 @@ def shell_tools(
     """The ``shell`` tool judging with ``security`` and running in ``sandbox`` (if any);
     a function there is asked for it when the first command is judged (and must cache)."""
     config, guard = security.config, security.paths
-    find = sandbox if callable(sandbox) else functools.partial(_given, sandbox)
+    find = sandbox if callable(sandbox) else lambda: sandbox
 
     @functools.cache
     def hosts() -> Allowlist:
@@ -190,10 +190,6 @@ def shell_tools(
         return ToolResult.success(text)
 
     return [shell]
-
-
-def _given(sandbox: Sandbox | None) -> Sandbox | None:
-    return sandbox
 
 
 async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) -> None:
