@@ -7,17 +7,19 @@ links the account (and admits it, as pairing would: the owner vouched for it);
 when the account was a person of its own, the two become one and its memories
 follow. A code sent in a group chat is cancelled, since others could read it.
 Wrong codes are answered at most five times an hour per account, then ignored,
-so nobody can try codes at chat speed.
+so nobody can try codes at chat speed. Each ``/link`` takes one of the five
+before its code is looked up (``TryLimiter``), so a burst of messages handled
+in parallel gets no more checks; a valid code gives its try back.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 
 from bot.core.messages import InboundMessage
 from bot.memory.service import MemoryService
+from bot.security.tries import TryLimiter
 from bot.store.pairing import PairingStore
 from bot.store.people import LINK_TTL_S, PeopleStore, identity_of
 
@@ -39,7 +41,7 @@ class Linking:
         self._people = people
         self._pairing = pairing
         self._memory = memory
-        self._failures: dict[str, deque[float]] = {}
+        self._tries = TryLimiter(MAX_FAILURES, FAILURE_WINDOW_S)
         self._seen: deque[tuple[str, str]] = deque(maxlen=256)
 
     def first_delivery(self, message: InboundMessage) -> bool:
@@ -72,23 +74,25 @@ class Linking:
                 + (" I cancelled that code, because others here could read it; make a new one "
                    "with `pinclaw people link`." if cancelled else "")
             )  # fmt: skip
-        if self._throttled(identity):
+        if self._tries.wait_s(identity) > 0:
             log.warning("ignored /link from %s: too many wrong codes in the last hour", identity)
             return None
         if not code:
             return "Send /link followed by the code `pinclaw people link` showed the owner."
+        taken = self._tries.reserve(identity)  # before the lookup awaits: bursts cannot outrun it
+        assert taken is not None  # nothing awaited since wait_s
         outcome = await self._people.redeem(
             code, message.channel, message.sender_id, message.sender_name
         )
         person = outcome.person
         if outcome.kind == "invalid" or person is None:
-            self._failed(identity)
             log.info("wrong or expired link code from %s", identity)
             minutes = int(LINK_TTL_S // 60)
             return (
                 "That link code is not valid (or it expired: codes last "
                 f"{minutes} minutes). Ask the owner for a new one (`pinclaw people link`)."
             )
+        self._tries.refund(identity, taken)  # a valid code is no wrong guess
         if outcome.kind == "owner_account":
             return (
                 "This account is the owner's, so it cannot be linked to someone else. "
@@ -111,20 +115,3 @@ class Linking:
             f"Linked: this {message.channel.capitalize()} account now belongs to {whom}. "
             "What you tell me here is remembered for you wherever you talk to me."
         )
-
-    def _throttled(self, identity: str) -> bool:
-        recent = self._failures.get(identity)
-        if not recent:
-            return False
-        while recent and recent[0] < time.monotonic() - FAILURE_WINDOW_S:
-            recent.popleft()
-        return len(recent) >= MAX_FAILURES
-
-    def _failed(self, identity: str) -> None:
-        now = time.monotonic()
-        if len(self._failures) > 10_000:  # strangers by the thousand: forget the old ones
-            self._failures = {
-                who: tries for who, tries in self._failures.items()
-                if tries and tries[-1] > now - FAILURE_WINDOW_S
-            }  # fmt: skip
-        self._failures.setdefault(identity, deque()).append(now)

@@ -13,18 +13,19 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
 
 from aiohttp import web
 
 from bot.panel.context import PanelDeps, PanelSession
+from bot.security.tries import TryLimiter
 from bot.store.db import Database
 from bot.store.kv import KeyValueStore
 
 COOKIE = "pinclaw_session"
 KV_NAMESPACE = "web"
 KV_TOKEN = "login_token_sha256"
+LOGIN_TRIES, LOGIN_WINDOW_S = 5, 60.0  # wrong tokens per client address in any minute
 
 MIGRATIONS = [
     """
@@ -146,41 +147,6 @@ async def new_login_token(db: Database, *, end_sessions: bool) -> tuple[str, int
     return token, await sessions.end_all() if end_sessions else 0
 
 
-class LoginLimiter:
-    """At most ``tries`` failed logins per client address in ``window_s`` seconds."""
-
-    def __init__(
-        self, tries: int = 5, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._tries = tries
-        self._window_s = window_s
-        self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
-
-    def wait_s(self, client: str) -> float:
-        """Seconds until ``client`` may try again (0: now)."""
-        failures = self._failures.get(client)
-        if not failures:
-            return 0.0
-        now = self._clock()
-        while failures and now - failures[0] >= self._window_s:
-            failures.popleft()
-        if not failures:
-            del self._failures[client]
-            return 0.0
-        return self._window_s - (now - failures[0]) if len(failures) >= self._tries else 0.0
-
-    def failed(self, client: str) -> None:
-        """Count a failed login."""
-        self._failures.setdefault(client, deque()).append(self._clock())
-        if len(self._failures) > 10_000:  # a flood of addresses: forget the oldest
-            self._failures.pop(next(iter(self._failures)))
-
-    def succeeded(self, client: str) -> None:
-        """Forget the client's failures."""
-        self._failures.pop(client, None)
-
-
 class PanelAuth:
     """The panel's own parts: login token, sessions, login rate limit, cookie rules."""
 
@@ -190,7 +156,7 @@ class PanelAuth:
         self.kv = KeyValueStore(db)
         self.tokens = LoginTokens(self.kv)
         self.sessions = SessionStore(db, web_config.session_lifetime_s)
-        self.limiter = LoginLimiter()
+        self.limiter = TryLimiter(LOGIN_TRIES, LOGIN_WINDOW_S)
         self.secure = web_config.tls_cert is not None or web_config.behind_proxy
         self.behind_proxy = web_config.behind_proxy
 

@@ -1,9 +1,10 @@
 """Logging in with the token from ``pinclaw web token``, and logging out.
 
 The login form has no session to carry a CSRF token, so it uses a second
-cookie with the same random value as a hidden field (double submit); failed
-tries are counted per client address (``LoginLimiter``) and answered with 429
-once there are too many.
+cookie with the same random value as a hidden field (double submit). Tries are
+limited per client address (``TryLimiter``): each takes one before its token
+check awaits the database, the right token gives it back, and once the wrong
+ones fill the window the answer is 429.
 """
 
 from __future__ import annotations
@@ -44,26 +45,24 @@ async def login(request: web.Request) -> web.StreamResponse:
     auth = request.app[AUTH]
     client = auth.client(request)
     form = await request.post()
-    wait = auth.limiter.wait_s(client)
-    if wait > 0:
+    taken = auth.limiter.reserve(client)  # before the check awaits: a burst cannot outrun it
+    if taken is None:
         log.warning("panel login from %s refused: too many failed tries", client)
-        message = (
-            f"Too many wrong tokens from your address. Wait {int(wait) + 1} seconds, "
-            "then try again."
-        )
+        wait = int(auth.limiter.wait_s(client)) + 1
+        message = f"Too many wrong tokens from your address. Wait {wait} seconds, then try again."
         return await _form(request, message, 429)
     sent, cookie = str(form.get(CSRF_FIELD, "")), request.cookies.get(LOGIN_COOKIE, "")
     if not sent or not hmac.compare_digest(sent.encode(), cookie.encode()):
+        auth.limiter.refund(client, taken)  # no token was checked
         return await _form(request, "The login form expired; try again.", 403)
     if not await auth.tokens.check(str(form.get("token", ""))):
-        auth.limiter.failed(client)
         log.warning("panel login from %s failed: wrong token", client)
         message = (
             "That is not the current login token. Run `pinclaw web token` on the "
             "PinClaw machine to make a new one."
         )
         return await _form(request, message, 401)
-    auth.limiter.succeeded(client)
+    auth.limiter.refund(client, taken)  # the right token: only wrong ones count
     owner = await panel_deps(request).app.people.owner()
     value = await auth.sessions.create(owner.id, client)
     session = await auth.sessions.get(value)
