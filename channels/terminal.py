@@ -16,12 +16,15 @@ import itertools
 import re
 import sys
 import threading
+import unicodedata
 from collections.abc import AsyncIterator
 from typing import TextIO
 
 from bot.approvals.texts import parse_choice
 from bot.core.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
+from bot.core.markdown import render
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundFile, OutboundMessage
+from bot.security.visible import escape
 
 QUIT_WORDS = frozenset({"/quit", "/exit", ":q"})
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -98,7 +101,8 @@ class TerminalChannel:
     async def post_approval(
         self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
     ) -> str:
-        """Show the request; the next line typed (y / a / n) is the answer."""
+        """Show the request, whole (the terminal has no length limit, and its arguments
+        print exactly as written); the next line typed (y / a / n) is the answer."""
         if self._streamed:
             self._write("\n")
             self._streamed = False
@@ -106,8 +110,8 @@ class TerminalChannel:
         keys = " / ".join(
             k for k, c in (("y = once", "once"), ("a = always", "always")) if c in choices
         )
-        request = text.split("\n\n_Reply_", 1)[0]  # typing /approve is not needed here
-        self._write(f"{_plain(request)}\nAllow it? {keys} / n = deny [y/a/N] ")
+        request = text.rsplit("\n\n_Reply_", 1)[0]  # typing /approve is not needed here
+        self._write(f"{plain_request(request)}\nAllow it? {keys} / n = deny [y/a/N] ")
         self._approvals += 1
         ref = str(self._approvals)
         self._answer = (ref, choices)
@@ -279,3 +283,40 @@ _ITALIC = re.compile(r"(?<!\w)_(\S(?:.*?\S)?)_(?!\w)")
 def _plain(text: str) -> str:
     """Markdown emphasis and code marks removed, for a terminal (snake_case kept)."""
     return _ITALIC.sub(r"\1", text.replace("**", "").replace("`", ""))
+
+
+class _PlainStyle:
+    """Markdown as plain terminal text: marks dropped, code exactly as written."""
+
+    def text(self, raw: str) -> str:
+        return raw
+
+    def bold(self, inner: str) -> str:
+        return inner
+
+    def italic(self, inner: str) -> str:
+        return inner
+
+    def strike(self, inner: str) -> str:
+        return inner
+
+    def code(self, raw: str) -> str:
+        return raw
+
+    def link(self, inner: str, url: str) -> str:
+        return f"{inner} ({url})"
+
+    def pre(self, raw: str, language: str) -> str:
+        return raw
+
+    def heading(self, inner: str) -> str:
+        return inner
+
+
+def plain_request(text: str) -> str:
+    """An approval request for the terminal: the arguments exactly as the core wrote them
+    (``**`` or ``_x_`` in a command stay), and no control character reaches the terminal."""
+    shown = render(text, _PlainStyle())
+    return "".join(
+        escape(c) if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in shown
+    )

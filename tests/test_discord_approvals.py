@@ -178,17 +178,18 @@ async def test_a_dm_request_is_closed_after_a_restart(
     assert fake.message(ref)["components"] == []
 
 
-async def test_an_overlong_request_stays_one_message_and_says_it_was_cut(
+async def test_an_overlong_request_is_never_cut_but_refused_unsent(
     tmp_path: Path, fake: FakeDiscord, inbox: ScriptedInbox
 ) -> None:
     text = "🔐 **Approval needed** for **shell**\n" + "\n".join(f"line {n}" for n in range(600))
     async with running(tmp_path, fake, inbox) as channel:
-        ref = await channel.post_approval(ChatTarget(CHANNEL, fake.channel["id"]), text, BUTTONS)
+        assert channel.approval_limit.measure(text) > channel.approval_limit.limit
+        with pytest.raises(DeliveryError, match="does not fit one Discord message"):
+            await channel.post_approval(ChatTarget(CHANNEL, fake.channel["id"]), text, BUTTONS)
+        fits = "🔐 **Approval needed** for **shell**\n" + "x" * 1900
+        ref = await channel.post_approval(ChatTarget(CHANNEL, fake.channel["id"]), fits, BUTTONS)
     [message] = fake.sent(fake.channel["id"])
-    assert message["id"] == ref and len(message["components"]) == 1
-    assert message["content"].startswith("🔐 **Approval needed** for **shell**\nline 0\n")
-    assert len(message["content"]) <= 2000
-    assert "did not fit in one Discord message" in message["content"]
+    assert (message["id"], message["content"]) == (ref, fits)
 
 
 async def test_unsendable_request_raises_delivery_error(

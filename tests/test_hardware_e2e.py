@@ -68,7 +68,7 @@ async def test_ada_allows_once_and_the_porch_light_goes_on(
         bank = gpio_bank(daemon)
         telegram.user_sends(GROUP, ADA, "@pinclaw_bot turn on the porch light")
         request = await request_in(telegram, GROUP)
-        assert "gpio_write" in request.text and "device=porch_light, on=True" in request.text
+        assert "gpio_write" in request.text and "device=porch_light, on=true" in request.text
         assert "medium risk: switches porch_light (pin 17) on" in request.text
 
         refused = await tap(telegram, GROUP, BEN, button(request, "once"), request.message_id)

@@ -350,7 +350,7 @@ async def test_switching_goes_through_the_policy_gate_and_its_approval(
 
         # The supervised policy asks the owner in their private chat, like a job's call.
         request = await request_in(telegram, TELEGRAM_OWNER)
-        assert "gpio_write" in request.text and "device=porch_light, on=True" in request.text
+        assert "gpio_write" in request.text and "device=porch_light, on=true" in request.text
         allowed = await tap(
             telegram, TELEGRAM_OWNER, ADA, button(request, "once"), request.message_id
         )

@@ -24,11 +24,12 @@ from bot.core.messages import SessionKey
 from bot.core.tool_api import Assessment, Risk, Tool, ToolContext, tool
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog, verify
-from bot.security.gate import PolicyGate, approval_key, summarize
+from bot.security.gate import PolicyGate, approval_key
 from bot.security.kit import SecurityKit, build_security
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import decide
 from bot.security.redact import MARK, RedactingFilter, Redactor
+from bot.security.visible import summarize
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -302,11 +303,11 @@ def test_the_redactor_leaves_ordinary_text_alone() -> None:
     assert redactor.text(text) == text
 
 
-def test_a_whole_field_is_summarized_exactly_with_hidden_characters_shown() -> None:
+def test_every_argument_is_summarized_whole_with_hidden_characters_shown() -> None:
     redactor = Redactor([])
     command = "ls\nrm -rf build\r\x1b[2K\u202etxt.exe\tok"
-    shown = summarize({"command": command, "note": "a\nb"}, redactor, whole=("command",))
-    assert shown == "command=ls\nrm -rf build\\r\\x1b[2K\\u202etxt.exe\tok, note=a b"
+    shown = summarize({"command": command, "note": "a\nb " + "x" * 300}, redactor)
+    assert shown == ("command=ls\nrm -rf build⟨CR⟩⟨ESC⟩[2K⟨RLO⟩txt.exe\tok, note=a\nb " + "x" * 300)
 
 
 def test_a_multi_line_command_is_asked_about_as_a_block() -> None:

@@ -3,7 +3,8 @@
 ``request_approval`` first looks for an "always allow" rule for exactly this
 call; otherwise it stores a request with an unguessable id, posts it where the
 approver will see it (the chat, or the approver's private chat when the config
-says so), and waits until someone decides or it expires (a denial). ``decide``
+says so), and waits until someone decides or it expires (a denial); a request
+that chat cannot show whole is neither posted nor run (``fit``). ``decide``
 (a button tap, or a typed ``/approve``) checks that the person may decide, that
 the request exists, belongs to that message and is still open; it answers
 anyone else privately and changes nothing. Each outcome edits the request into
@@ -23,6 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.approvals.approvers import Approvers, owner_chats
+from bot.approvals.fit import TooLong, card_limit, fitting
 from bot.approvals.store import EVERYONE, ApprovalStore, StoredApproval, new_approval_id
 from bot.approvals.texts import (
     Choice,
@@ -91,7 +93,9 @@ class ApprovalService:
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask the approver about one call and wait for the answer (or the expiry)."""
         person_id, person = await self._asker(request)
-        rule = await self._store.matching_rule(request.tool, request.rule_key, person_id)
+        rule = None
+        if not request.after_untrusted:  # after untrusted content a person decides, not a rule
+            rule = await self._store.matching_rule(request.tool, request.rule_key, person_id)
         if rule is not None:
             log.info("%s allowed by rule #%d (%s)", request.tool, rule.id, rule.summary)
             return ApprovalOutcome("approved", by=f"rule #{rule.id}")
@@ -100,6 +104,8 @@ class ApprovalService:
             return ApprovalOutcome("unavailable")
         surface, target, where = place
         record = await self._post(request, surface, target, where, (person_id, person))
+        if isinstance(record, TooLong):
+            return ApprovalOutcome("too_long", size=record.size, room=record.room)
         if record is None:
             if where:
                 await self._private_refused(request)
@@ -135,14 +141,27 @@ class ApprovalService:
         target: ChatTarget,
         where: str,
         asker: tuple[int, str],
-    ) -> StoredApproval | None:
-        """Store and post one request; None (and the request expired) if it cannot be posted."""
+    ) -> StoredApproval | TooLong | None:
+        """Store and post one request; None (and the request expired) if it cannot be posted,
+        ``TooLong`` (and nothing stored or posted) if the chat cannot show it whole."""
         now = self._clock()
         approval_id = new_approval_id()
         expires = now + self._timeout_s
         command = getattr(surface, "approve_command", "/approve")
         person_id, person = asker
-        text = request_text(approval_id, request, _dt(expires), self._zone, where, command, person)
+        due = _dt(expires)
+
+        def card(shown: ApprovalRequest) -> str:
+            return request_text(approval_id, shown, due, self._zone, where, command, person)
+
+        shown = fitting(request, card, card_limit(surface))
+        if isinstance(shown, TooLong):
+            log.info(
+                "not asking about a %s call in %s: its arguments (%d) do not fit (room for %d)",
+                request.tool, target.channel, shown.size, shown.room,
+            )  # fmt: skip
+            return shown
+        text = card(shown)
         record = StoredApproval(
             approval_id, request.session.channel, request.session.chat_id,
             request.session.thread_id, target.channel, target.chat_id, target.thread_id,

@@ -16,7 +16,10 @@ CHOICES: tuple[Choice, ...] = ("once", "person", "always", "deny")
 PREFIX = "ap:"
 _RISK_MARK = {"low": "🟢", "medium": "🟠", "high": "🔴"}
 _FOOTER = "\n\n_Reply_ `"
-_SHOWN = 1600  # characters of arguments shown; a request must fit one Discord message (2,000)
+_INLINE = 500  # arguments up to this long, on one line, are inline code
+_TRIPLE = re.compile(r"``(?=`)")
+NAME_LIMIT = 64
+"""Characters of a name in a record's decision line (the arguments are never shortened)."""
 
 
 def action_id(approval_id: str, choice: Choice) -> str:
@@ -79,6 +82,11 @@ def request_text(
         _code(request.summary) if request.summary else "(no arguments)",
         f"{_RISK_MARK.get(request.risk, '')} {request.risk} risk"
         + (f": {request.reason}" if request.reason else ""),
+        *(
+            [f"⚠️ Asked after reading untrusted content: {request.after_untrusted}"]
+            if request.after_untrusted
+            else []
+        ),
         f"Asked by {asked}{where}",
         f"Expires at {expires.astimezone(zone):%H:%M} ({zone.key})",
     ]
@@ -90,17 +98,24 @@ def request_text(
 
 
 def record_text(request: str, line: str) -> str:
-    """The request turned into a record: the footer replaced by what happened."""
-    body = request.split(_FOOTER, 1)[0]
-    body = "\n".join(row for row in body.split("\n") if not row.startswith("Expires at "))
+    """The request turned into a record: its expiry and footer (its last lines, whatever
+    the arguments above them hold) replaced by what happened."""
+    rows = request.rsplit(_FOOTER, 1)[0].split("\n")
+    if rows[-1].startswith("Expires at "):
+        rows.pop()
+    body = "\n".join(rows)
     return f"{body}\n\n{line}"
 
 
 def decision_line(
     status: str, by: str, when: datetime, zone: ZoneInfo, rule: int = 0, person: str = ""
 ) -> str:
-    """ "Allowed once by Ana at 14:02" and the like (``person``: whom an always rule is for)."""
+    """ "Allowed once by Ana at 14:02" and the like (``person``: whom an always rule is for).
+
+    Names are shortened to ``NAME_LIMIT``, so a record stays within what its chat shows.
+    """
     at = f"{when.astimezone(zone):%H:%M}"
+    by, person = short_name(by, NAME_LIMIT), short_name(person, NAME_LIMIT)
     if status == "once":
         return f"✅ Allowed once by {by} at {at}"
     if status == "always":
@@ -118,14 +133,15 @@ def short_name(name: str, limit: int = 24) -> str:
 
 
 def _code(summary: str) -> str:
-    """The call's arguments as code: a block when they span lines or hold backticks."""
-    if len(summary) > _SHOWN:
-        summary = summary[: _SHOWN - 1] + "…"
-    if "`" not in summary and "\n" not in summary:
+    """The call's arguments as code, whole: a block when they span lines, hold backticks,
+    or are long (a chat that splits a long line keeps each part a block, never markup)."""
+    if "`" not in summary and "\n" not in summary and len(summary) <= _INLINE:
         return f"`{summary}`"
-    longest = max((len(run) for run in re.findall(r"`+", summary)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{summary}\n{fence}"
+    # Three backticks end a block in Discord wherever they stand, and a fence long
+    # enough for a long run would be read as text by the splitter: a zero-width
+    # space (invisible, and ours: the arguments' own are marks) breaks every run.
+    broken = _TRIPLE.sub("``\u200b", summary)
+    return f"```\n{broken}\n```"
 
 
 def _asked_by(request: ApprovalRequest) -> str:

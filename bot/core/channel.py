@@ -88,7 +88,9 @@ class ApprovalSurface(Protocol):
     """A channel that can show approval requests with buttons and edit them afterwards.
 
     A surface may also have an ``approve_command`` attribute: how a person types a
-    decision there (default ``/approve``; Slack's is ``/pinclaw approve``).
+    decision there (default ``/approve``; Slack's is ``/pinclaw approve``); and an
+    ``approval_limit`` (``bot.approvals.fit.CardLimit``): how long a request it can
+    show whole (none: any length). A request is never cut to fit.
     """
 
     async def post_approval(

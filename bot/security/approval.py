@@ -2,7 +2,8 @@
 
 A channel that can ask (the terminal today; chat buttons later) implements
 ``Approver``. The gate awaits the answer; no answer, or no way to ask, is a
-refusal the model is told about plainly.
+refusal the model is told about plainly, and so is a call too long to be shown
+whole where the person would be asked (``too_long``: never asked, never run).
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from typing import Literal, Protocol
 from bot.core.messages import SessionKey
 from bot.core.tool_api import Risk
 
-Verdict = Literal["approved", "denied", "expired", "unavailable"]
+Verdict = Literal["approved", "denied", "expired", "unavailable", "too_long"]
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What the person is asked about: the tool, a readable summary, the risk and why.
 
-    ``rule_key`` is the narrow identity of the call an "always allow" rule would
-    cover (the tool and its approval fields, normalised).
+    ``summary`` is every argument whole (``bot.security.visible``); ``shorter`` are
+    the same with a file's content standing as its size, for a chat that cannot
+    show the whole. ``rule_key`` is the narrow identity of the call an "always
+    allow" rule would cover (the tool and its approval fields, normalised).
     """
 
     tool: str
@@ -35,14 +38,21 @@ class ApprovalRequest:
     sender_name: str = ""
     is_direct: bool = True
     inbound_id: int | None = None
+    after_untrusted: str = ""
+    """What untrusted content the turn read before this call ("" for none): an "always"
+    rule does not answer such a request, a person does."""
+    shorter: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalOutcome:
-    """The answer, and who gave it."""
+    """The answer, and who gave it; for ``too_long``, how long the arguments are
+    (``size``) and how much of them the chat could show (``room``), as it counts."""
 
     verdict: Verdict
     by: str = ""
+    size: int = 0
+    room: int = 0
 
 
 class Approver(Protocol):

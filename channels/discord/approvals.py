@@ -6,9 +6,11 @@ names a DM by ``direct_target``: ``user:<id>``, resolved to the DM channel on
 first use (Discord's "open DM" call returns the existing channel, so this also
 works after a restart) and remembered.
 
-A request is always one message, because the core edits it by the one id it
-gets back: text too long for Discord is cut on a line boundary and says so, so
-an approver can see that part of it is missing and deny.
+A request is always one message of at most 2,000 characters (``APPROVAL_LIMIT``)
+and is never cut: the core edits it by the one id it gets back, the buttons sit
+under the text they decide on, and a notification shows the text (an embed's
+would not). The core asks only about calls whose request and record fit
+(``bot.approvals.fit``); a longer call is refused and the model told to split it.
 
 Closing edits the message's text over REST and removes its buttons; if the
 message is gone (deleted by someone), the record is posted as a new message.
@@ -22,8 +24,9 @@ from collections.abc import Callable, Sequence
 
 import discord
 
+from bot.approvals.fit import CardLimit
 from bot.core.channel import ChatTarget, DeliveryError
-from bot.core.delivery import send_with_retries, split_rendered
+from bot.core.delivery import send_with_retries
 from bot.core.messages import Button
 from bot.core.pacing import Pacer
 from channels.discord.events import CHANNEL
@@ -41,7 +44,7 @@ log = logging.getLogger(__name__)
 
 DM_PREFIX = "user:"
 UNKNOWN_MESSAGE = 10008
-_CUT_ROOM = 120  # room for the note that says a request was cut
+APPROVAL_LIMIT = CardLimit(MESSAGE_LIMIT, utf16_length)
 _STYLES = {
     "once": discord.ButtonStyle.success,
     "always": discord.ButtonStyle.secondary,
@@ -55,12 +58,13 @@ def approval_style(button: Button) -> discord.ButtonStyle:
 
 
 def one_message(text: str) -> str:
-    """``text`` as one Discord message: cut on a natural boundary, with a note, if too long."""
-    if utf16_length(text) <= MESSAGE_LIMIT:
-        return text
-    head = split_rendered(text, MESSAGE_LIMIT - _CUT_ROOM, measure=utf16_length)[0]
-    missing = len(text) - len(head)
-    return f"{head}\n\n_(cut: {missing} more characters did not fit in one Discord message)_"
+    """``text``, which must fit one Discord message: it is never cut (``DeliveryError``)."""
+    if utf16_length(text) > MESSAGE_LIMIT:
+        raise DeliveryError(
+            f"an approval message of {utf16_length(text)} characters does not fit one "
+            f"Discord message ({MESSAGE_LIMIT}); it is not cut"
+        )
+    return text
 
 
 class ApprovalMessages:
@@ -88,8 +92,8 @@ class ApprovalMessages:
     async def close(self, target: ChatTarget, message_ref: str, text: str) -> None:
         """Edit the request into ``text`` without buttons, or post ``text`` if it is gone."""
         where = await self._channel_of(target)
-        content = one_message(text)
         if message_ref.isdigit():
+            content = one_message(text)
 
             async def edit() -> None:
                 partial = self._client().get_partial_messageable(where)

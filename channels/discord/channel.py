@@ -52,7 +52,7 @@ from bot.core.messages import (
 )
 from bot.core.pacing import Pacer, Unpaced
 from bot.core.typing_indicator import keep_typing
-from channels.discord.approvals import ApprovalMessages
+from channels.discord.approvals import APPROVAL_LIMIT, ApprovalMessages
 from channels.discord.client import PinClawClient, point_discord_at
 from channels.discord.commands import SlashCommands, reply
 from channels.discord.draft import DiscordDraft
@@ -87,6 +87,7 @@ class DiscordChannel:
     approval requests."""
 
     name = "discord"
+    approval_limit = APPROVAL_LIMIT  # one message per request, never cut
 
     def __init__(self, settings: DiscordSettings, deps: ChannelDeps) -> None:
         self._settings = settings

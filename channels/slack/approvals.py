@@ -1,13 +1,19 @@
 """Approval requests in Slack: posted with buttons, later edited into a record.
 
 ``SlackApprovals`` is what ``SlackChannel`` does for the ``ApprovalSurface``
-port. A request is one message: its text as a section block, then an actions
-block with the buttons (each button's ``action_id`` is the core's full
-``ap:<id>:<choice>`` string, unique within the message as Block Kit requires).
-It is paced and retried like any reply; its ``ts`` is the message reference.
-Closing it ``chat.update``s the message to the record text with no actions
-block, so nobody can press again; when the message is gone (deleted, or the
-edit refused) the record is posted as a new message instead, and that is logged.
+port. A request is one message, never cut: its text rendered as mrkdwn in
+section blocks of at most 3,000 characters each (Slack's limit for one), at
+most 12,000 characters in all (Slack refuses a message whose blocks hold much
+more than 13,000, with ``msg_blocks_too_long``), then an actions block with the
+buttons (each button's ``action_id`` is the core's full ``ap:<id>:<choice>``
+string, unique within the message as Block Kit requires). ``APPROVAL_LIMIT``
+tells the core how much fits, and the core asks only about calls that do
+(``bot.approvals.fit``). The message's ``text``, which notifications show, is
+its first section. It is paced and retried like any reply; its ``ts`` is the
+message reference. Closing it ``chat.update``s the message to the record text
+with no actions block, so nobody can press again; when the message is gone
+(deleted, or the edit refused) the record is posted as a new message instead,
+and that is logged.
 
 Private chats: Slack accepts a user id (``U...``) as the target of
 ``chat.postMessage`` and posts in the app's DM with that person, but
@@ -28,6 +34,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.approvals.fit import CardLimit
 from bot.core.channel import ChatTarget, DeliveryError, StateStore
 from bot.core.delivery import send_with_retries
 from bot.core.messages import Button
@@ -40,6 +47,36 @@ log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+MAX_TEXT = 12_000  # the most text a request's sections hold together
+
+
+def sections(text: str) -> list[str]:
+    """A request's text as the mrkdwn of its section blocks (at least one)."""
+    return split_for_slack(text) or ["(empty message)"]
+
+
+def card_size(text: str) -> int:
+    """The characters a request's sections hold, as rendered for Slack."""
+    return sum(len(part) for part in sections(text))
+
+
+APPROVAL_LIMIT = CardLimit(MAX_TEXT, card_size)
+
+
+def messages(parts: list[str]) -> list[list[str]]:
+    """Sections grouped into messages of at most ``MAX_TEXT`` characters each."""
+    grouped: list[list[str]] = [[]]
+    for part in parts:
+        if grouped[-1] and sum(map(len, grouped[-1])) + len(part) > MAX_TEXT:
+            grouped.append([])
+        grouped[-1].append(part)
+    return grouped
+
+
+def card_blocks(parts: Sequence[str], buttons: Sequence[Button]) -> list[JSON]:
+    """Block Kit for one request: a section per part, then its buttons (if any)."""
+    head = [{"type": "section", "text": {"type": "mrkdwn", "text": p}} for p in parts[:-1]]
+    return head + button_blocks(parts[-1], buttons)
 
 
 def is_user_id(chat_id: str) -> bool:
@@ -123,14 +160,15 @@ class SlackApprovals:
         return ChatTarget("slack", self._dms.known(user_id) or user_id)
 
     async def post(self, target: ChatTarget, text: str, buttons: Sequence[Button]) -> str:
-        """Post the request (text, then buttons under it); return the message's ``ts``."""
-        pieces = split_for_slack(text) or ["(empty message)"]
-        posted: JSON = {}
-        for number, piece in enumerate(pieces, 1):
-            last = number == len(pieces)
-            blocks = button_blocks(piece, buttons) if last and buttons else None
-            what = f"part {number} of {len(pieces)} of an approval request to {target.chat_id}"
-            posted = await self._post(target, piece, blocks, what)
+        """Post the request (text, then buttons under it) as one message; return its ``ts``."""
+        parts = sections(text)
+        if sum(map(len, parts)) > MAX_TEXT:  # the core checks first; a request is never cut
+            raise DeliveryError(
+                f"an approval request of {sum(map(len, parts))} characters does not fit one "
+                f"Slack message ({MAX_TEXT}); it is not cut"
+            )
+        what = f"an approval request to {target.chat_id}"
+        posted = await self._post(target, parts[0], card_blocks(parts, buttons), what)
         channel, ts = str(posted.get("channel") or ""), str(posted.get("ts") or "")
         if not ts:
             raise DeliveryError(
@@ -141,22 +179,26 @@ class SlackApprovals:
         return ts
 
     async def close(self, target: ChatTarget, message_ref: str, text: str) -> None:
-        """Edit the request into ``text`` without buttons; post ``text`` if it is gone."""
-        pieces = split_for_slack(text) or ["(empty message)"]
+        """Edit the request into ``text`` without buttons; post ``text`` if it is gone.
+
+        A record too long for one message (the core keeps records within
+        ``APPROVAL_LIMIT``) goes on in further messages rather than being cut.
+        """
+        grouped = messages(sections(text))
         channel = await self._dms.resolve(target.chat_id)
         try:
             await send_with_retries(
-                self._update_attempt(channel, message_ref, pieces[0]),
+                self._update_attempt(channel, message_ref, grouped[0]),
                 classify,
                 what=f"the approval request {message_ref} in {channel}",
             )
-            rest = pieces[1:]
+            rest = grouped[1:]
         except DeliveryError as exc:
             log.warning("%s; posting its outcome as a new message instead", exc)
-            rest = pieces
-        for number, piece in enumerate(rest, 1):
+            rest = grouped
+        for number, message in enumerate(rest, 1):
             what = f"part {number} of {len(rest)} of the outcome of approval {message_ref}"
-            await self._post(target, piece, None, what)
+            await self._post(target, message[0], card_blocks(message, ()), what)
 
     async def _post(
         self, target: ChatTarget, text: str, blocks: list[JSON] | None, what: str
@@ -177,13 +219,15 @@ class SlackApprovals:
 
         return await send_with_retries(attempt, classify, what=what)
 
-    def _update_attempt(self, channel: str, ts: str, text: str) -> Callable[[], Awaitable[None]]:
+    def _update_attempt(
+        self, channel: str, ts: str, parts: list[str]
+    ) -> Callable[[], Awaitable[None]]:
         async def attempt() -> None:
             async with self._pacer.slot(channel):
                 await call(
                     "chat.update",
                     self._web.client().chat_update(
-                        channel=channel, ts=ts, text=text, blocks=button_blocks(text, ())
+                        channel=channel, ts=ts, text=parts[0], blocks=card_blocks(parts, ())
                     ),
                 )
 

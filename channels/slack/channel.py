@@ -50,7 +50,7 @@ from bot.core.messages import (
     OutboundMessage,
 )
 from bot.core.pacing import Pacer, Unpaced
-from channels.slack.approvals import DirectChats, SlackApprovals
+from channels.slack.approvals import APPROVAL_LIMIT, DirectChats, SlackApprovals
 from channels.slack.client import ProgressReaction, SlackWeb
 from channels.slack.connection import serve_http, serve_socket
 from channels.slack.draft import SlackDraft
@@ -85,6 +85,7 @@ class SlackChannel:
     """The Slack adapter; one bolt app per ``run``, one Web API session for the channel."""
 
     name = "slack"
+    approval_limit = APPROVAL_LIMIT  # one message per request, 12,000 characters at most
 
     def __init__(self, settings: SlackSettings, deps: ChannelDeps) -> None:
         self.status = ChannelStatus(self.name)

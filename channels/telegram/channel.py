@@ -26,6 +26,7 @@ from telegram import Bot, BotCommand, Update
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
+from bot.approvals.fit import CardLimit
 from bot.core.channel import (
     ChannelDeps,
     ChannelStatus,
@@ -49,6 +50,7 @@ from bot.core.typing_indicator import keep_typing
 from channels.telegram.client import TelegramClient, classify
 from channels.telegram.draft import TelegramDraft
 from channels.telegram.events import BotIdentity, normalise
+from channels.telegram.format import MAX_TEXT, measure
 from channels.telegram.polling import Poller
 from channels.telegram.presses import PressHandler
 from channels.telegram.send import Sender, chat_ref
@@ -71,6 +73,8 @@ class TelegramChannel:
     """A Telegram bot as a PinClaw chat channel."""
 
     name = "telegram"
+    # A request is one message (its id is how it is edited into its record), never cut.
+    approval_limit = CardLimit(MAX_TEXT, measure)
 
     def __init__(self, settings: TelegramSettings, deps: ChannelDeps) -> None:
         self._settings = settings
@@ -115,6 +119,8 @@ class TelegramChannel:
         self, target: ChatTarget, text: str, buttons: tuple[Button, ...]
     ) -> str:
         """Post an approval request with its buttons; return its message id."""
+        if measure(text) > MAX_TEXT:  # the core checks first (bot.approvals.fit)
+            raise DeliveryError("could not post the approval request: it does not fit a message")
         message = OutboundMessage(
             self.name, target.chat_id, text, thread_id=target.thread_id, buttons=buttons
         )

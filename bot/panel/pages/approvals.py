@@ -1,7 +1,9 @@
 """The Approvals page: requests waiting for a decision, the "always" rules, recent decisions.
 
-Each pending request shows the tool, its exact arguments (a command as the
-block it is), the risk and why, who asked in which chat, and when it expires,
+Each pending request shows the tool, its arguments whole (``bot.security.visible``:
+hidden characters and long runs of blanks as marks; a file's content in full even
+where the chat could show only its size), the risk and why, who asked in which
+chat, and when it expires,
 with the same choices as its buttons in the chat (``texts.buttons``). A choice
 goes through ``ApprovalService.decide_from_panel``: the same record, the same
 receipt edited into the chat message, and the waiting tool call goes on.
