@@ -1,20 +1,30 @@
-"""Running one command bounded: its own process group, a time limit, capped output.
+"""Running one command bounded: a time limit, capped output, and nothing left behind.
 
 The command gets no stdin and its own session; stdout and stderr are merged
 into one stream so the model reads them in the order a terminal would show
-them. At the time limit (or when the call is cancelled) the whole process
-group is stopped, children and grandchildren too: SIGTERM, then SIGKILL after
-a grace. Output past the cap keeps its first and last halves and counts the
-middle. Under the kernel sandbox the group is bubblewrap, whose namespace dies
-with it.
+them. When the command's shell exits (after a short drain of its output), at
+the time limit, or when the call is cancelled, every process it started is
+stopped: SIGTERM, then SIGKILL after a grace. Output past the cap keeps its
+first and last halves and counts the middle.
+
+Without the kernel sandbox the command runs under ``tools.shell_reaper``, a
+subreaper that keeps even processes that start a new session or fork twice
+in its subtree and ends the whole tree when told (or when the daemon dies).
+Under the sandbox the command is bubblewrap in a process group of its own:
+its PID namespace ends everything in it when the command or bubblewrap ends.
+(Off Linux, where there are no subreapers, the group is all there is, and a
+process that starts a session of its own leaves it.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
+import socket
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +33,14 @@ from pathlib import Path
 from bot.core.errors import ToolError
 from bot.security.sandbox_wire import SandboxUnavailable, run_remote
 
+log = logging.getLogger(__name__)
+
+REAPER = Path(__file__).with_name("shell_reaper.py")
 STOP_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 POLL_S = 0.05
 DRAIN_S = 0.5  # how long output is still read after the shell itself exited
 CHUNK = 64 * 1024
+REAPER_WAIT_S = STOP_GRACE_S + 3.0  # for the supervisor to end the tree, before it is killed
 
 
 @dataclass(slots=True)
@@ -101,21 +115,59 @@ async def run_command(
     limit_s: float,
     max_bytes: int,
     via: str | None = None,
+    contained: bool = False,
 ) -> Outcome:
-    """Run ``argv`` in its own session in ``cwd``; stop the whole group at the limit.
+    """Run ``argv`` in ``cwd``; stop every process it started when it ends, at the limit,
+    or when cancelled.
 
-    ``via``: the socket of the sandbox helper that runs it instead (under systemd).
+    ``contained``: ``argv`` is bubblewrap with a PID namespace of its own, which
+    needs no supervisor. ``via``: the socket of the sandbox helper that runs it
+    instead (under systemd).
     """
     if via is not None:
         return await _run_via(via, argv, cwd=cwd, env=env, limit_s=limit_s, max_bytes=max_bytes)
     started = time.monotonic()
+    await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
+    if contained or sys.platform != "linux":  # the subreaper is Linux's
+        command: _Group | _Supervised = await _Group.start(argv, cwd, env)
+    else:
+        command = await _Supervised.start(argv, cwd, env)
+    capture = Capture(max_bytes)
+    reader = asyncio.create_task(
+        _drain(command.output, capture), name=f"shell-output-{command.pid}"
+    )
+    timed_out = False
     try:
-        await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
-        proc = await asyncio.create_subprocess_exec(
+        try:
+            async with asyncio.timeout(limit_s):
+                await command.exited(reader)
+        except TimeoutError:
+            timed_out = True
+        seconds = time.monotonic() - started
+        if not timed_out:  # background processes may still be writing
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), DRAIN_S)
+        await command.stop()
+        with contextlib.suppress(TimeoutError):  # a process out of reach may hold the pipe
+            await asyncio.wait_for(asyncio.shield(reader), STOP_GRACE_S)
+    finally:
+        try:
+            await command.abandon()  # cancelled or failed: nothing may outlive the call
+        finally:
+            reader.cancel()  # done by now, or held open by a process out of reach
+    return Outcome(command.returncode, timed_out, seconds, capture)
+
+
+async def _spawn(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], stdin: int
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a session of its own, its stdout and stderr one pipe."""
+    try:
+        return await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
             env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=stdin,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
@@ -124,28 +176,122 @@ async def run_command(
         raise ToolError(f"the command could not be started: {exc.strerror or exc}") from None
     except ValueError:  # a NUL byte, which no command line can hold
         raise ToolError("the command contains a NUL byte and cannot be run") from None
-    capture = Capture(max_bytes)
-    assert proc.stdout is not None
-    reader = asyncio.create_task(_drain(proc.stdout, capture), name=f"shell-output-{proc.pid}")
-    timed_out = False
-    try:
+
+
+class _Supervised:
+    """A command under ``tools.shell_reaper``, talked to over a socket (its stdin)."""
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        control: asyncio.StreamReader,
+        orders: asyncio.StreamWriter,
+    ) -> None:
+        assert proc.stdout is not None
+        self.output = proc.stdout
+        self.pid = proc.pid
+        self.returncode: int | None = None
+        self._proc = proc
+        self._control = control
+        self._orders = orders
+        self._done = False
+
+    @classmethod
+    async def start(cls, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> _Supervised:
+        """Start the supervisor running ``argv``; hand it the command's environment.
+
+        That goes over the socket: Python may change its own environment at start
+        (a C locale is coerced to C.UTF-8), which the command must not inherit.
+        """
+        python = sys.executable or "python3"
+        grace = str(STOP_GRACE_S)
+        supervisor = [python, "-I", "-S", os.fspath(REAPER), str(os.getpid()), grace, "--"]
+        ours, theirs = socket.socketpair()
         try:
-            async with asyncio.timeout(limit_s):
-                await _exited(proc, reader)
+            with theirs:
+                proc = await _spawn([*supervisor, *argv], cwd, env, theirs.fileno())
+            control, orders = await asyncio.open_unix_connection(sock=ours)
+        except BaseException:
+            ours.close()  # the supervisor, if it started, sees the end and runs nothing
+            raise
+        entries = (os.fsencode(f"{name}={value}") + b"\0" for name, value in env.items())
+        orders.write(b"".join(entries) + b"\0")
+        return cls(proc, control, orders)
+
+    async def exited(self, reader: asyncio.Task[None]) -> None:
+        """Wait for the supervisor's word that the shell exited (or that it could not start)."""
+        line = await self._control.readline()
+        self._read(line)
+
+    async def stop(self) -> None:
+        """Have the supervisor end the whole tree; wait until it has and is gone."""
+        with contextlib.suppress(OSError):
+            self._orders.write_eof()
+        try:
+            async with asyncio.timeout(REAPER_WAIT_S):
+                rest = await self._control.read()  # its end of file: it exited
         except TimeoutError:
-            timed_out = True
-        seconds = time.monotonic() - started
-        if not timed_out:  # background processes may still hold the pipe open
+            log.warning("the supervisor of shell command %d did not finish; killed", self.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            rest = b""
+        finally:
+            self._done = True
+            self._orders.close()
+        for line in rest.splitlines():
+            self._read(line)
+        if self.returncode is None:  # killed before it could say: its own status
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader), DRAIN_S)
-        await stop_group(proc)
-        with contextlib.suppress(TimeoutError):  # a process that left the group may hold it
-            await asyncio.wait_for(asyncio.shield(reader), STOP_GRACE_S)
-    finally:
-        if proc.returncode is None:  # cancelled: nothing may outlive the call
-            _signal_group(proc.pid, signal.SIGKILL)
-        reader.cancel()  # done by now, or held open by a process that left the group
-    return Outcome(proc.returncode, timed_out, seconds, capture)
+                await asyncio.wait_for(self._proc.wait(), POLL_S * 10)
+            self.returncode = self._proc.returncode
+
+    async def abandon(self) -> None:
+        """After a cancel or a failure: the same stop, still bounded in time."""
+        if not self._done:
+            await self.stop()  # its first step tells the supervisor, before any await
+
+    def _read(self, line: bytes) -> None:
+        kind, _, value = line.decode(errors="replace").strip().partition(" ")
+        if kind == "status":
+            self.returncode = int(value)
+        elif kind == "error":
+            raise ToolError(f"the command could not be started: {value}")
+
+
+class _Group:
+    """A command in a process group of its own: bubblewrap, whose PID namespace ends
+    everything in it, or (off Linux) the command itself."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        self.output = proc.stdout
+        self.pid = proc.pid
+        self._proc = proc
+
+    @classmethod
+    async def start(cls, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> _Group:
+        """Start ``argv`` as the leader of a new session."""
+        return cls(await _spawn(argv, cwd, env, asyncio.subprocess.DEVNULL))
+
+    @property
+    def returncode(self) -> int | None:
+        """The command's exit status (negative: the signal that ended it)."""
+        return self._proc.returncode
+
+    async def exited(self, reader: asyncio.Task[None]) -> None:
+        """Wait for the command itself (not what it left behind) to exit."""
+        await _exited(self._proc, reader)
+
+    async def stop(self) -> None:
+        """Stop the whole group."""
+        await stop_group(self._proc)
+
+    async def abandon(self) -> None:
+        """After a cancel: kill the group at once, and see it gone (bounded)."""
+        if self._proc.returncode is None:
+            _signal_group(self._proc.pid, signal.SIGKILL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), STOP_GRACE_S)
 
 
 async def _run_via(
