@@ -22,6 +22,8 @@ from bot.core.conversation import ToolCall
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.kit import build_security
+from bot.security.shell_neutral import VARIABLES as neutral_variables
+from bot.security.shell_neutral import git_variables
 from tools.shell import build
 
 MAX_BYTES = 64 * 1024
@@ -130,6 +132,7 @@ async def test_the_environment_is_scrubbed(
     assert "PINCLAW_SHELL_TEST=passed through" in result.output
     assert {"PATH", "LC_TIME"} <= names
     allowed = {"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR", "PINCLAW_SHELL_TEST"}
+    allowed |= set(neutral_variables) | set(git_variables())  # settings that run programs: off
     assert all(n in allowed or n.startswith("LC_") or n in ("PWD", "SHLVL", "_") for n in names)
 
 

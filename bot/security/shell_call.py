@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bot.core.tool_api import Risk
@@ -40,9 +41,22 @@ class Walker(Protocol):
 
     findings: Findings
     generating: int
+    home: Path
 
     def add(self, risk: Risk, reason: str) -> None:
         """Record that something in the line is at least ``risk``, because of ``reason``."""
+        ...
+
+    def note(self, reason: str) -> None:
+        """Something a person asked to approve the line should know (shown if it asks)."""
+        ...
+
+    def folder(self) -> Path | None:
+        """The folder the command runs in; None when it is only known at run time."""
+        ...
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` lies in the workspace or an extra root."""
         ...
 
     def contact(self, host: str, port: int, label: str, resolve: bool = True) -> None:
@@ -71,6 +85,10 @@ class Walker(Protocol):
 
     def assign(self, word: Word) -> None:
         """A ``NAME=value`` word."""
+        ...
+
+    def name_variable(self, word: Word) -> None:
+        """A word naming a variable a builtin sets, removes or hides (``export -n NAME``)."""
         ...
 
     def rate(self, call: Call, use: Use | None = None) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from bot.security.shell_git import package_manager
 from bot.security.shell_lexer import Word
 from bot.security.shell_network import contacts
+from bot.security.shell_project_rules import module_shadowing
 from bot.security.shell_rules import RULES, Rule, positional, rule
 from bot.security.shell_tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION_FLAGS
 
@@ -162,6 +163,7 @@ def _python_module(w: Walker, call: Call, module: str, rest: Sequence[Word]) -> 
     for contact in contacts("python", rest):
         w.contact(*contact)
     if module in ("pip", "pip3"):
+        module_shadowing(w, module)  # the current folder comes first on the module path
         package_manager(w, call.but(name="pip", args=list(rest)))
     else:
         w.add("medium", f"python -m {module} runs the module {module}")

@@ -1,7 +1,8 @@
 """Rules for git and package managers: what reads, what writes, what reaches the network.
 
-git reads of the repository are low; verbs that talk to a remote need approval
-(and their URLs are judged like any host); ``git config`` outside the
+git reads of the repository are low, unless the repository's settings name a
+program no override switches off (``shell_git_settings``); verbs that talk to a
+remote need approval (and their URLs are judged like any host); ``git config`` outside the
 repository's own settings reads or writes ``~/.gitconfig``, where credentials
 and tokens live, and is refused. Package managers: offline listing is low;
 anything that talks to a registry, installs, or reads their settings (which
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.security.shell_git_settings import judge_repository
 from bot.security.shell_lexer import Word
 from bot.security.shell_network import contacts
+from bot.security.shell_project_rules import project_settings
 from bot.security.shell_rules import positional, rule, short_flags
 from bot.security.shell_tables import (
     GIT_LIST_FLAGS,
@@ -61,6 +64,7 @@ def _git(w: Walker, call: Call) -> None:
     if not args:
         return
     sub, rest = args[0].text, args[1:]
+    judge_repository(w, call.args[: len(call.args) - len(args)], sub, rest)  # what it runs
     texts = {a.text for a in rest}
     listing = not positional(rest) or bool(texts & GIT_LIST_FLAGS)
     runs = ("--upload-pack", "--receive-pack", "--exec", "ext::", "--open-files-in-pager")
@@ -121,6 +125,7 @@ def _contacts(w: Walker, args: list[Word]) -> None:
 @rule(*PACKAGE_MANAGERS)
 def package_manager(w: Walker, call: Call) -> None:
     """pip, npm, apt and the like: offline listing is low; registries and installs ask."""
+    project_settings(w, call)  # cargo, npm in a project with its own settings...
     found = positional(call.args)
     sub = found[0].text if found else call.args[0].text if call.args else "help"
     texts = {a.text.partition("=")[0] for a in call.args}

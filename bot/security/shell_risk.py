@@ -45,10 +45,13 @@ from bot.security.shell_tables import (
     WRAPPERS,
     normalise,
 )
+from bot.security.shell_variable_rules import changes, name_word
+from bot.security.shell_variable_rules import tokens as assigned_in
 
 __all__ = ["Call", "LineVerdict", "Use", "Walker", "classify", "examine"]
 
 MAX_DEPTH = 8
+_CLEARS = frozenset({("env", "-i"), ("env", "--ignore-environment"), ("env", "-")})
 _SYSTEM_BIN = re.compile(r"^/(usr/(local/)?)?s?bin/")
 
 
@@ -77,7 +80,10 @@ def examine(
     """
     walker = Walker(guard, allowlist, cwd, sandboxed=sandboxed, hosts=hosts)
     walker.line(command)
-    return LineVerdict(walker.findings.assessment(), tuple(dict.fromkeys(walker.names)))
+    found = walker.findings
+    if walker.notes and found.found and not found.forbidden:  # it asks: say what else runs
+        found.found.insert(0, ("medium", "; ".join(dict.fromkeys(walker.notes))))
+    return LineVerdict(found.assessment(), tuple(dict.fromkeys(walker.names)))
 
 
 def classify(
@@ -112,12 +118,29 @@ class Walker:
         self.hosts = hosts
         self.names: list[tuple[str, int]] = []  # host names to look up before running
         self.functions: set[str] = set()
+        self.home = guard.home
+        self.notes: list[str] = []  # what runs too, said only when the line asks anyway
         self.depth = 0
         self.generating = 0  # inside xargs or find -exec: arguments are added at run time
 
     def add(self, risk: Risk, reason: str) -> None:
         """Record that something in the line is at least ``risk``, because of ``reason``."""
         self.findings.add(risk, reason)
+
+    def note(self, reason: str) -> None:
+        """Something a person asked to approve the line should know (shown if it asks)."""
+        self.notes.append(reason)
+
+    def folder(self) -> Path | None:
+        """The folder the command runs in; None when it is only known at run time."""
+        where = self.paths.cwd()
+        if where is None or not self.paths.prefix_known:
+            return None
+        return Path(os.path.abspath(where))
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` lies in the workspace or an extra root."""
+        return self.paths.guard.verdict(str(path)) == "inside"
 
     def contact(self, host: str, port: int, label: str, resolve: bool = True) -> None:
         """A host the line connects to: refused if it is not public, else looked up later."""
@@ -153,6 +176,7 @@ class Walker:
         except ShellSyntaxError as exc:
             self.add("high", f"the command line cannot be read: {exc}")
             return
+        assigned_in(self, tokens)
         simples, functions = split_commands(tokens)
         self.functions |= functions
         self.depth += 1
@@ -218,6 +242,7 @@ class Walker:
         name, value = match.groups()  # its substitutions were classified with its command
         if name in DANGEROUS_VARS:
             self.add("high", f"setting {name} changes which programs or code later commands run")
+        changes(self, name)
         if name in PROXY_VARIABLES:
             self.add("medium", f"setting {name} sends network traffic elsewhere")
             for contact in contacts("", [Word(value)]):
@@ -226,6 +251,10 @@ class Walker:
             self.paths.remember(name, value)
         if "/" in value or value.startswith("~"):
             self.judge(Word(value, word.expands, word.glob, word.quoted), "name")
+
+    def name_variable(self, word: Word) -> None:
+        """A word naming a variable a builtin sets, removes or hides (``export -n NAME``)."""
+        name_word(self, word, setting=False)
 
     def run(self, words: Sequence[Word], call: Call) -> None:
         """Rate the command ``words`` (``words[0]`` is the command itself)."""
@@ -299,6 +328,15 @@ class Walker:
                 self.assign(args.pop(0))
             elif name == "command" and text in ("-v", "-V"):
                 return  # only looks the name up
+            elif (name, text) in _CLEARS or (name == "exec" and text[:1] == "-" and "c" in text):
+                self.add("medium", f"{name} {text} drops the variables that keep settings off")
+                args.pop(0)
+            elif name == "env" and text in ("-u", "--unset") and len(args) > 1:
+                name_word(self, args[1], setting=False)
+                args = args[2:]
+            elif name == "env" and text.startswith(("--unset=", "-u")) and len(text) > 2:
+                name_word(self, Word(text.partition("=")[2] or text[2:]), setting=False)
+                args.pop(0)
             elif text.startswith("-") and len(text) > 1:
                 args.pop(0)
                 if text in value_options and args:

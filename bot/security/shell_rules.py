@@ -261,6 +261,11 @@ def _cd(w: Walker, call: Call) -> None:
 
 @rule("export", "declare", "typeset", "readonly", "local")
 def _export(w: Walker, call: Call) -> None:
+    nameref = "n" in short_flags(call.args) and call.name != "export"
     for word in call.args:
-        if ASSIGNMENT.match(word.text):
+        if match := ASSIGNMENT.match(word.text):
             w.assign(word)
+            if nameref:  # declare -n NAME=TARGET: assigning NAME assigns TARGET
+                w.name_variable(Word(match[2], word.expands, word.glob, word.quoted))
+        elif not word.text.startswith(("-", "+")) or word.expands:
+            w.name_variable(word)  # exported, hidden or unset: GIT_PAGER, $name

@@ -48,7 +48,7 @@ MEDIUM: dict[str, str] = {
     **dict.fromkeys(("npx", "pytest", "tox", "nox", "ruff", "mypy", "black"), "runs tools"),
     "ssh": "connects to another machine",
     **dict.fromkeys(("tmux", "screen"), "starts a session that keeps running afterwards"),
-    "setsid": "starts a process in a session of its own, beyond the time limit's reach",
+    "setsid": "starts a process in a session of its own",
     "nc": "opens a network connection",
     "netcat": "opens a network connection",
     "ncat": "opens a network connection",
@@ -183,7 +183,8 @@ DANGEROUS_VARS = words(
     PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV IFS PROMPT_COMMAND SHELLOPTS
     BASHOPTS PYTHONPATH PYTHONSTARTUP PYTHONHOME NODE_OPTIONS PERL5OPT PERL5LIB RUBYOPT
     GIT_SSH_COMMAND GIT_EXTERNAL_DIFF GIT_PAGER GIT_EDITOR GIT_CONFIG_PARAMETERS
-    GIT_EXEC_PATH PAGER EDITOR VISUAL LESSOPEN MANPAGER
+    GIT_EXEC_PATH PAGER EDITOR VISUAL LESSOPEN MANPAGER CDPATH GCONV_PATH GETCONF_DIR
+    LUA_INIT LUA_INIT_5_2 LUA_INIT_5_3 LUA_INIT_5_4
     """
 )
 """Variables that change which program or code later commands run."""
