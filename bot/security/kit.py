@@ -2,6 +2,8 @@
 
 The network guard is built on first use: it brings httpcore's connection
 machinery, which a turn that never touches the web should not pay for at start.
+So is the egress proxy of sandboxed commands, at the first command that may
+use the network; ``aclose`` closes what it still has open.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bot.security.paths import PathGuard
 from bot.security.redact import Redactor, config_secrets
 
 if TYPE_CHECKING:
+    from bot.security.egress import EgressProxy
     from bot.security.net import NetGuard, Resolver
 
 
@@ -32,17 +35,30 @@ class SecurityKit:
         paths: PathGuard,
         redactor: Redactor,
         make_net: Callable[[], NetGuard],
+        make_egress: Callable[[NetGuard], EgressProxy] | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
         self.paths = paths
         self.redactor = redactor
         self._make_net = make_net
+        self._make_egress = make_egress
 
     @functools.cached_property
     def net(self) -> NetGuard:
         """The network guard, built the first time a tool needs it."""
         return self._make_net()
+
+    @functools.cached_property
+    def egress(self) -> EgressProxy | None:
+        """The proxy sandboxed commands reach the network through (None: they never do)."""
+        return None if self._make_egress is None else self._make_egress(self.net)
+
+    async def aclose(self) -> None:
+        """Close what the egress proxy still has open (if it was built); idempotent."""
+        egress = self.__dict__.get("egress")
+        if egress is not None:
+            await egress.stop()
 
 
 def own_files(loaded: LoadedConfig) -> list[str]:
@@ -68,6 +84,17 @@ def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
             resolver=resolver,
         )
 
+    def make_egress(net: NetGuard) -> EgressProxy:
+        from bot.security.egress import EgressProxy
+
+        web = loaded.config.web.address  # another PinClaw process of this config may hold it
+        return EgressProxy(
+            net.addresses,
+            loaded.data_dir,
+            configured_ports=() if web is None else (web[1],),
+            connect_timeout_s=config.web_timeout_s,
+        )
+
     return SecurityKit(
         config=config,
         workspace=loaded.workspace,
@@ -78,4 +105,5 @@ def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         ),
         redactor=Redactor(config_secrets(loaded.config)),
         make_net=make_net,
+        make_egress=make_egress,
     )

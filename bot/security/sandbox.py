@@ -1,10 +1,12 @@
 """The kernel sandbox around each shell command: bubblewrap (``bwrap``) namespaces.
 
-A command runs in user, PID, IPC and UTS namespaces of its own and, unless the
-call may use the network, a network namespace with nothing but its own
-loopback. It sees the host's file system read-only, its workspace (and the
-extra roots) writable, an empty ``/tmp``, a ``/proc`` showing only its own
-processes and a minimal ``/dev``; and it does not see at all what holds
+A command runs in user, PID, IPC, UTS and network namespaces of its own; the
+network one holds nothing but its own loopback, and a call that may use the
+network reaches out only through PinClaw's egress proxy (``sandbox_net``,
+``egress``), which refuses loopback, private and PinClaw's own addresses. It
+sees the host's file system read-only, its workspace (and the extra roots)
+writable, an empty ``/tmp``, a ``/proc`` showing only its own processes and a
+minimal ``/dev``; and it does not see at all what holds
 secrets: home folders (the workspace and extra roots are mounted back),
 PinClaw's data folder and config, every forbidden path, ``/run``, ``/var``,
 and ``/etc`` except the files ordinary programs need (users and groups, name
@@ -18,6 +20,8 @@ the namespace with its parent; with ``unshare`` all of that would be ours.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -26,7 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from bot.security.sandbox_net import Relay, find_relay
 from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
+
+log = logging.getLogger(__name__)
 
 SandboxMode = Literal["auto", "required", "off"]
 
@@ -72,8 +79,20 @@ class Sandbox:
         self.via = via
         self._disable_userns = disable_userns
 
-    def command(self, argv: Sequence[str], *, cwd: Path, network: bool) -> list[str]:
-        """``bwrap`` options, then ``--``, then ``argv`` run in ``cwd`` (a writable folder)."""
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        egress: str | None = None,
+        hide: Sequence[str] = (),
+    ) -> list[str]:
+        """``bwrap`` options, then ``--``, then ``argv`` run in ``cwd`` (a writable folder).
+
+        The command's network namespace is its own either way; with ``egress``
+        (the egress proxy's socket) a relay in it leads to that proxy. ``hide``:
+        files in the writable folders to cover as well (hard links to forbidden files).
+        """
         options = [
             self.program,
             "--unshare-user",
@@ -81,7 +100,7 @@ class Sandbox:
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
-            *([] if network else ["--unshare-net"]),
+            "--unshare-net",
             "--die-with-parent",
             "--new-session",
             *(["--disable-userns"] if self._disable_userns else []),
@@ -98,8 +117,25 @@ class Sandbox:
             "/dev",
         ]
         options += _mounts(self.layout)
+        for place in hide:
+            options += _hide(place)
+        relay = self.relay if egress is not None else None
+        if egress is not None and relay is None:
+            log.warning("no Python can run the network relay in the sandbox: no network for it")
+        if relay is not None and egress is not None:
+            options += relay.options(egress)
+            argv = relay.argv(argv)
         options += ["--chdir", os.fspath(cwd), "--"]
         return options + list(argv)
+
+    @functools.cached_property
+    def relay(self) -> Relay | None:
+        """What leads a command to the egress proxy (None: no Python usable inside)."""
+        home = os.path.realpath(self.layout.home) if self.layout.home else "/"
+        broad = {*ALWAYS_HIDDEN, home, "/"}  # hidden whole; a Python in them is no secret
+        forbidden = [os.path.realpath(p) for p in self.layout.hidden]
+        forbidden = [p for p in forbidden if p not in broad and not _within(home, p)]
+        return find_relay(_hidden_places(self.layout), forbidden)
 
 
 def _mounts(layout: SandboxLayout) -> list[str]:
@@ -224,7 +260,7 @@ def _local(program: str, layout: SandboxLayout, disable_userns: bool) -> Sandbox
 
 def _try(sandbox: Sandbox) -> str:
     """Why a trivial command fails in the sandbox ("" when it runs)."""
-    argv = sandbox.command(["/bin/true"], cwd=Path("/"), network=False)
+    argv = sandbox.command(["/bin/true"], cwd=Path("/"))
     if sandbox.via is not None:
         try:
             status, output = run_remote_blocking(
