@@ -4,9 +4,12 @@ Every call is rated first by ``bot.security.shell_risk.examine`` (the tool's
 ``assess``), so the policy gate sees each segment, substitution, path and host
 of the line. Where the kernel offers one, the command then runs inside the
 bubblewrap sandbox (``bot.security.sandbox``): its own namespaces, the
-workspace writable, secrets not mounted, and no network unless the call
-needed a person's approval (or the owner chose ``full`` autonomy or
-``auto_approve``); without it the classifier is stricter. Either way the
+workspace writable, secrets not mounted, a network namespace of its own, and
+no way out unless the call needed a person's approval (or the owner chose
+``full`` autonomy or ``auto_approve``): then only through PinClaw's egress
+proxy (``bot.security.egress``), which refuses loopback, private addresses and
+PinClaw's own ports as ``http_request`` does. Without the sandbox the
+classifier is stricter. Either way the
 command gets a scrubbed environment (no tokens or API keys), no stdin, a time
 limit that stops every process it started, and a cap on the output kept
 (``tools.shell_process``). A non-zero exit code is an ordinary result.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -35,8 +39,9 @@ from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
 if TYPE_CHECKING:
     from bot.security.kit import SecurityKit
     from bot.security.net_addresses import Allowlist
-    from bot.security.sandbox import Sandbox, SandboxLayout, SandboxMode
+    from bot.security.sandbox import Sandbox, SandboxCheck, SandboxLayout, SandboxMode
     from bot.security.shell_risk import LineVerdict
+    from bot.security.shell_state import ShellState
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,16 @@ SHELL = "/bin/sh"
 KEPT_VARIABLES = frozenset({"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR"})
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 HOST_CHECK_S = 5.0
+UNSANDBOXED = (
+    "shell commands run WITHOUT a sandbox: %s; commands that run scripts or use the network "
+    "ask for approval first"
+)
+FULL_NEEDS_SANDBOX = (
+    'security.autonomy = "full" runs shell commands without asking, so it needs the shell '
+    "sandbox (security.shell_sandbox), but {why}; install bubblewrap "
+    '(sudo apt install bubblewrap), set security.autonomy = "supervised", '
+    'or disable the shell tool with [tools] disabled = ["shell"]'
+)
 
 
 def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
@@ -57,9 +72,23 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
         return []
     mode = security.config.shell_sandbox
     helper = os.environ.get(SOCKET_ENV, "")
+    if security.config.autonomy == "full":
+        return shell_tools(security, _full_sandbox(sandbox_layout(security), mode, helper))
     if mode != "auto":
         return shell_tools(security, _sandbox(sandbox_layout(security), mode, helper))
     return shell_tools(security, functools.partial(_auto_sandbox, security, helper))
+
+
+def _full_sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox:
+    """``autonomy = "full"`` runs commands unasked, so only inside a working sandbox."""
+    if mode == "off":
+        raise ConfigError(FULL_NEEDS_SANDBOX.format(why='security.shell_sandbox is "off"'))
+    check = sandbox_check(layout, mode, helper)
+    if check.sandbox is None:
+        raise ConfigError(FULL_NEEDS_SANDBOX.format(why=check.summary))
+    sandbox = _sandbox(layout, mode, helper)
+    assert sandbox is not None
+    return sandbox
 
 
 def _auto_sandbox(security: SecurityKit, helper: str) -> Sandbox | None:
@@ -80,13 +109,46 @@ def sandbox_layout(security: SecurityKit) -> SandboxLayout:
 
 
 @functools.cache
-def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox | None:
-    """Find the sandbox once per layout (and helper socket); say once where commands run."""
+def sandbox_check(layout: SandboxLayout, mode: SandboxMode, helper: str) -> SandboxCheck:
+    """The sandbox for ``layout`` (and helper socket), looked for once, and why not if none."""
     from bot.security.sandbox import find_sandbox
 
-    check = find_sandbox(layout, mode)
+    return find_sandbox(layout, mode)
+
+
+def sandbox_state(security: SecurityKit) -> SandboxCheck:
+    """Where shell commands run with this config: the check the shell tool uses."""
+    mode = security.config.shell_sandbox
+    return sandbox_check(sandbox_layout(security), mode, os.environ.get(SOCKET_ENV, ""))
+
+
+def shell_state(loaded: LoadedConfig, security: SecurityKit) -> ShellState:
+    """Where shell commands run, for the log, ``status``, ``doctor`` and the panel (blocks)."""
+    from bot.security.shell_state import ShellState
+
+    if "shell" in loaded.config.tools.disabled:
+        return ShellState("disabled")
+    check = sandbox_state(security)
+    return ShellState("sandboxed" if check.sandbox is not None else "unsandboxed", check.summary)
+
+
+def announce_sandbox(security: SecurityKit) -> SandboxCheck:
+    """Look for the sandbox now and say in the log, once, where shell commands will run."""
+    layout, helper = sandbox_layout(security), os.environ.get(SOCKET_ENV, "")
+    mode = security.config.shell_sandbox
+    if security.config.autonomy == "full":
+        _full_sandbox(layout, mode, helper)
+    else:
+        _sandbox(layout, mode, helper)
+    return sandbox_check(layout, mode, helper)
+
+
+@functools.cache
+def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox | None:
+    """Find the sandbox once per layout (and helper socket); say once where commands run."""
+    check = sandbox_check(layout, mode, helper)
     if mode == "off":
-        log.info("shell commands run without the kernel sandbox: %s", check.summary)
+        log.warning(UNSANDBOXED, check.summary)
     elif check.sandbox is not None:
         log.info("shell commands run in the kernel sandbox: %s", check.summary)
     elif mode == "required":
@@ -95,11 +157,7 @@ def _sandbox(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sandbox |
             'or set shell_sandbox = "auto"'
         )
     else:
-        log.warning(
-            "shell commands run WITHOUT the kernel sandbox: %s; commands that run scripts or "
-            "use the network will ask for approval first",
-            check.summary,
-        )
+        log.warning(UNSANDBOXED + "; to confine them, install bubblewrap", check.summary)
     return check.sandbox
 
 
@@ -130,7 +188,28 @@ def shell_tools(
         )
 
     def assess(ctx: ToolContext, command: str, timeout_s: int | None = None) -> Assessment:
-        return verdict_for(ctx, command).assessment
+        found = verdict_for(ctx, command).assessment
+        if found.risk == "low" and ctx.taint and find() is not None:
+            # In the sandbox running a workspace script is low risk, but it changes
+            # things: after untrusted content it asks like any other acting call.
+            from bot.security.shell_risk import examine
+
+            bare = examine(command, guard=guard, allowlist=config.shell_allowlist,
+                           cwd=ctx.workspace, hosts=hosts())  # fmt: skip
+            return dataclasses.replace(found, acts=bare.assessment.risk != "low")
+        return found
+
+    def network_read(ctx: ToolContext, values: BaseModel) -> str:
+        """The hosts a command that used the network named: its output came from there.
+
+        (The hosts the sandbox's proxy let it reach are added by the call itself.)
+        """
+        verdict = verdict_for(ctx, str(getattr(values, "command", "")))
+        if verdict.hosts:
+            return _hosts_label([host for host, _ in verdict.hosts])
+        if verdict.assessment.risk != "low" and "network" in verdict.assessment.reason:
+            return "the network (a shell command)"
+        return ""
 
     # The registry's own timeout must leave room for stopping the process group.
     @tool(
@@ -141,6 +220,7 @@ def shell_tools(
         timeout_s=config.shell_timeout_s + 2 * STOP_GRACE_S + DRAIN_S + 5,
         approval_fields=("command",),
         approval_key=rule_key,
+        taints=network_read,
     )
     async def shell(
         ctx: ToolContext,
@@ -169,27 +249,73 @@ def shell_tools(
             config.shell_timeout_s if timeout_s is None else min(timeout_s, config.shell_timeout_s)
         )
         env = scrubbed_environment(os.environ, config.shell_env_passthrough)
+        if verdict.assessment.risk == "low":  # unasked: what the workspace's settings name is off
+            from bot.security.shell_neutral import neutralised
+
+            env = neutralised(env, guard.roots)
         argv = [SHELL, "-c", command]
         sandbox = find()
-        if sandbox is not None:
-            env["TMPDIR"] = "/tmp"  # the host's may not be mounted; the sandbox's is empty
-            await asyncio.to_thread(ctx.workspace.mkdir, parents=True, exist_ok=True)
-            argv = sandbox.command(argv, cwd=ctx.workspace, network=network)
-        outcome = await run_command(
-            argv,
-            cwd=ctx.workspace,
-            env=env,
-            limit_s=limit,
-            max_bytes=config.shell_max_output_bytes,
-            via=sandbox.via if sandbox is not None else None,
-        )
+        linked = await _forbidden_links(security, sandbox is not None)
+        reached: list[str] = []  # the hosts the proxy let the command reach
+        async with contextlib.AsyncExitStack() as doors:  # a way out lasts as long as the call
+            if sandbox is not None:
+                env["TMPDIR"] = "/tmp"  # the host's may not be mounted; the sandbox's is empty
+                await asyncio.to_thread(ctx.workspace.mkdir, parents=True, exist_ok=True)
+                egress = security.egress if network else None
+                way_out = (
+                    None
+                    if egress is None
+                    else await doors.enter_async_context(egress.door(reached))
+                )
+                argv = sandbox.command(argv, cwd=ctx.workspace, egress=way_out, hide=linked)
+            outcome = await run_command(
+                argv,
+                cwd=ctx.workspace,
+                env=env,
+                limit_s=limit,
+                max_bytes=config.shell_max_output_bytes,
+                via=sandbox.via if sandbox is not None else None,
+                contained=sandbox is not None,  # its PID namespace ends all; else a subreaper does
+            )
+        if reached:  # what came back from there is in the output: the turn has read it
+            ctx.taint.add(_hosts_label(reached))
         text = outcome.render()
+        if linked:
+            shown = ", ".join(guard.display(Path(path)) for path in linked[:3])
+            text += (
+                f"\n[{shown}: a hard link to a file in a forbidden location, hidden from "
+                "commands; ask the owner to remove it]"
+            )
         if outcome.timed_out:
             stopped = f"the command did not finish within {limit:g} s and was stopped"
             return ToolResult.failure(f"{stopped}, with every process it started", text)
         return ToolResult.success(text)
 
     return [shell]
+
+
+async def _forbidden_links(security: SecurityKit, sandboxed: bool) -> list[str]:
+    """Hard links in the workspace to forbidden files: hidden from a sandboxed command;
+    without the sandbox no command runs while one is there (``Refused``)."""
+    from bot.security.hardlinks import links_in
+
+    guard = security.paths
+    roots = [str(root) for root in guard.roots]
+    linked, complete = await asyncio.to_thread(links_in, roots, guard.forbidden)
+    if not complete:
+        log.warning("the workspace is too large to look through for hard links at every command")
+    if linked and not sandboxed:
+        shown = ", ".join(guard.display(Path(path)) for path in linked[:3])
+        raise Refused(
+            f"refused: the workspace holds a hard link to a file in a forbidden location "
+            f"({shown}); no command runs until the owner removes it"
+        )
+    return linked
+
+
+def _hosts_label(hosts: Sequence[str]) -> str:
+    names = list(dict.fromkeys(hosts))
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) -> None:

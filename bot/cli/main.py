@@ -261,7 +261,7 @@ def _sealed(loaded: LoadedConfig) -> LoadedConfig:
     from bot.security.own_env import seal_process
     from bot.security.redact import config_secrets
 
-    seal_process(config_secrets(loaded.config))
+    seal_process(config_secrets(loaded.config), keep=loaded.config.security.shell_env_passthrough)
     return loaded
 
 

@@ -64,6 +64,7 @@ def onboard(path: Path, flags: Flags) -> int:
     out = sys.stdout
     if path.exists() and not flags.force:
         out.write(f"A config already exists at {path}; keeping it (use --force to replace it).\n")
+        out.write(shell_note(path))
         return 0
     answers = _ask(flags) if flags.interactive else _from_flags(flags)
     text = render_config(answers)
@@ -87,7 +88,25 @@ def onboard(path: Path, flags: Flags) -> int:
         "you are its owner. Once a chat channel runs, `pinclaw people link` connects "
         "your phone's account, so it remembers you there too.\n"
     )
+    out.write(shell_note(path))
     return 0
+
+
+def shell_note(path: Path) -> str:
+    """A line on where shell commands will run; loud when there is no sandbox."""
+    from bot.config import load_config
+    from bot.security.kit import build_security
+    from bot.security.shell_state import INSTALL_HINT
+    from tools.shell import shell_state
+
+    try:
+        loaded = load_config(path)
+        state = shell_state(loaded, build_security(loaded))
+    except UserError:  # the config is checked where it is used; this is only a note
+        return ""
+    if state.sandboxed:
+        return f"Note: {state.sentence()}.\n"
+    return f"WARNING: {state.sentence()}.\nTo confine them, {INSTALL_HINT}\n"
 
 
 async def check_provider(config: Config) -> float:

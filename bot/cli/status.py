@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core.durations import format_duration
 from bot.daemon.run_lock import LOCK_FILE
+from bot.security.shell_state import INSTALL_HINT, ShellState
 
 if TYPE_CHECKING:
     import httpx
@@ -100,6 +101,10 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
 
         lines.append("MCP servers:")
         lines.extend(f"  {line}" for line in server_lines(servers))
+    if shell := ShellState.from_dict(report.get("shell")):
+        lines.append(f"Shell: {shell.sentence()}")
+        if not shell.sandboxed:
+            lines.append(f"  to confine them, {INSTALL_HINT}")
     database = report.get("database", {})
     if not database.get("ok", True):
         lines.append(f"Database: failing ({database.get('detail', '')})")

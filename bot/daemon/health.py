@@ -25,6 +25,7 @@ from bot.store.owner_inbox import OwnerInbox
 if TYPE_CHECKING:
     from bot.daemon.app import App
     from bot.daemon.cron import Scheduling
+    from bot.security.shell_state import ShellState
     from bot.store.inbound import InboundStore
 
 DB_TIMEOUT_S = 5.0
@@ -117,7 +118,15 @@ class Reporter:
         report["mcp"] = (
             {s.name: s.as_dict() for s in app.mcp.statuses()} if app.mcp is not None else {}
         )
+        report["shell"] = (await self.shell()).as_dict()
         return report
+
+    async def shell(self) -> ShellState:
+        """Where shell commands run (looked for once, in a thread: it starts processes)."""
+        from tools.shell import shell_state
+
+        app = self._app
+        return await asyncio.to_thread(shell_state, app.loaded, app.security)
 
     async def inbox_depth(self) -> int:
         """Messages stored but not answered yet."""

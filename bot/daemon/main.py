@@ -218,6 +218,7 @@ async def run_daemon(loaded: LoadedConfig) -> int:
     connected (or after ``systemd.READY_TIMEOUT_S``), pings the watchdog if the
     unit has one, and reports STOPPING=1 when it begins to stop.
     """
+    await asyncio.to_thread(_announce_shell, loaded)
     async with Daemon.open(loaded) as daemon:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
@@ -248,6 +249,17 @@ async def run_daemon(loaded: LoadedConfig) -> int:
                 await asyncio.gather(*helpers, return_exceptions=True)
     log.info("PinClaw stopped")
     return 0
+
+
+def _announce_shell(loaded: LoadedConfig) -> None:
+    """The log's first line: where shell commands run, loudly when without a sandbox."""
+    if "shell" in loaded.config.tools.disabled:
+        log.info("the shell tool is disabled: no commands run")
+        return
+    from bot.security.kit import build_security
+    from tools.shell import announce_sandbox
+
+    announce_sandbox(build_security(loaded))
 
 
 def _job_count(daemon: Daemon) -> int | None:

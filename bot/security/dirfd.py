@@ -103,7 +103,11 @@ def open_dir(
     return fd
 
 
-def read_file(dir_fd: int, name: str, where: str, max_bytes: int) -> bytes:
+Vet = Callable[[os.stat_result], None]
+"""Looks at an opened file before it is used; raises to refuse it (e.g. a hard link)."""
+
+
+def read_file(dir_fd: int, name: str, where: str, max_bytes: int, vet: Vet | None = None) -> bytes:
     """The bytes of the ordinary file ``name`` in ``dir_fd``, refusing more than ``max_bytes``."""
     fd = _open_final(dir_fd, name, where)
     try:
@@ -112,6 +116,8 @@ def read_file(dir_fd: int, name: str, where: str, max_bytes: int) -> bytes:
             raise IsADirectoryError(errno.EISDIR, "is a folder")
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(where)
+        if vet is not None:
+            vet(info)
         if info.st_size > max_bytes:
             raise TooLarge(info.st_size, max_bytes)
         chunks: list[bytes] = []
@@ -162,7 +168,7 @@ def write_file(dir_fd: int, name: str, data: bytes) -> bool:
     return old is None
 
 
-def append_file(dir_fd: int, name: str, where: str, data: bytes) -> bool:
+def append_file(dir_fd: int, name: str, where: str, data: bytes, vet: Vet | None = None) -> bool:
     """Append ``data`` to the ordinary file ``name`` in ``dir_fd`` (made 0600 if missing).
 
     Returns True if the file was created. A link at ``name`` is not followed.
@@ -184,6 +190,8 @@ def append_file(dir_fd: int, name: str, where: str, data: bytes) -> bool:
             raise IsADirectoryError(errno.EISDIR, "is a folder")
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(where)
+        if vet is not None:
+            vet(info)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -12,6 +12,13 @@ are needed only in memory, so ``seal_process``:
 - marks the process non-dumpable, so processes of the same user cannot read its
   ``/proc/PID/environ``, ``mem`` or ``maps``, nor attach a debugger (without
   ``CAP_SYS_PTRACE``), and no core dump holds its memory.
+
+Secrets the config does not name are not known by value, so the environment
+is also cut down to an allowlist of harmless variables (``HARMLESS`` and the
+prefixes in ``HARMLESS_PREFIXES``, plus the names in ``security.shell_env_passthrough``)
+before any child runs: whatever else the daemon inherited (a cloud key
+exported in a login shell, a token in a service's environment) is removed and
+its first copy wiped the same way, name and value.
 """
 
 from __future__ import annotations
@@ -29,7 +36,44 @@ _ENV_START = 50 - 3  # /proc/self/stat fields after "pid (comm)", 0-based: env_s
 _ENV_END = 51 - 3
 
 
-def seal_process(secrets: Iterable[str]) -> list[str]:
+HARMLESS = frozenset(
+    """
+    PATH HOME USER LOGNAME SHELL PWD TERM COLORTERM NO_COLOR TZ TMPDIR LANG LANGUAGE
+    DISPLAY VIRTUAL_ENV SUDO_USER
+    NOTIFY_SOCKET WATCHDOG_USEC WATCHDOG_PID LISTEN_FDS LISTEN_PID LISTEN_FDNAMES
+    INVOCATION_ID JOURNAL_STREAM MAINPID RUNTIME_DIRECTORY STATE_DIRECTORY CACHE_DIRECTORY
+    LOGS_DIRECTORY CONFIGURATION_DIRECTORY CREDENTIALS_DIRECTORY SYSTEMD_EXEC_PID
+    http_proxy https_proxy all_proxy no_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY NO_PROXY
+    SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE SSLKEYLOGFILE
+    MPLCONFIGDIR MPLBACKEND
+    """.split()  # noqa: SIM905 - a long list reads better as words
+)
+"""Variables the daemon keeps: where things are, locale, time zone, systemd's hand-over."""
+
+HARMLESS_PREFIXES = ("LC_", "XDG_", "PINCLAW_", "PYTHON", "GPIOZERO_", "PIGPIO_", "LG_")
+"""Families kept whole: locale, XDG folders, PinClaw's own, Python's and the GPIO libraries'."""
+
+
+def scrub_environment(keep: Iterable[str] = ()) -> list[str]:
+    """Remove every variable but the harmless ones and ``keep``; wipe their first copies.
+
+    Returns the names removed.
+    """
+    kept = HARMLESS | set(keep)
+    names = [
+        name for name in os.environ if name not in kept and not name.startswith(HARMLESS_PREFIXES)
+    ]
+    for name in names:
+        os.environ.pop(name, None)
+    if names:
+        try:
+            _wipe_initial_environment(set(names), whole=True)
+        except OSError as exc:
+            log.debug("could not wipe the initial environment: %s", exc)
+    return names
+
+
+def seal_process(secrets: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
     """Drop the variables that hold a secret, wipe their first copy, turn dumping off.
 
     Returns the names of the variables removed. Every step is best effort: a
@@ -44,6 +88,7 @@ def seal_process(secrets: Iterable[str]) -> list[str]:
             _wipe_initial_environment(set(names))
         except OSError as exc:
             log.debug("could not wipe the initial environment: %s", exc)
+    names += scrub_environment(keep)
     if not set_not_dumpable():
         log.warning("could not mark the process non-dumpable; its memory stays readable")
     return names
@@ -64,8 +109,9 @@ def is_dumpable() -> bool:
     return int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)) != 0
 
 
-def _wipe_initial_environment(names: set[str]) -> None:
-    """Zero the values of ``names`` where the kernel placed the environment at exec."""
+def _wipe_initial_environment(names: set[str], *, whole: bool = False) -> None:
+    """Zero the values of ``names`` where the kernel placed the environment at exec
+    (``whole``: the names too, so not even what was there shows)."""
     with open("/proc/self/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     start, end = int(fields[_ENV_START]), int(fields[_ENV_END])
@@ -74,8 +120,9 @@ def _wipe_initial_environment(names: set[str]) -> None:
         block = memory.read(end - start)
         offset = 0
         for entry in block.split(b"\0"):
-            name, eq, value = entry.partition(b"=")
+            name, eq, _ = entry.partition(b"=")
             if eq and name.decode(errors="replace") in names:
-                memory.seek(start + offset + len(name) + 1)
-                memory.write(b"\0" * len(value))
+                skip = 0 if whole else len(name) + 1
+                memory.seek(start + offset + skip)
+                memory.write(b"\0" * (len(entry) - skip))
             offset += len(entry) + 1

@@ -25,6 +25,7 @@ from bot.core.errors import Refused, ToolError
 from bot.core.tool_api import Assessment, Risk
 from bot.security import dirfd
 from bot.security.dirfd import Entry, Kind
+from bot.security.hardlinks import check_links
 from bot.security.resolve import Unresolvable, resolve, settled
 
 __all__ = ["Entry", "Kind", "PathGuard", "PathRefused", "Verdict"]
@@ -144,7 +145,9 @@ class PathGuard:
         with self._plain_errors(target):
             fd = dirfd.open_dir(os.path.dirname(target))
             try:
-                return dirfd.read_file(fd, os.path.basename(target), target, max_bytes)
+                return dirfd.read_file(
+                    fd, os.path.basename(target), target, max_bytes, vet=self._vet(target)
+                )
             finally:
                 os.close(fd)
 
@@ -155,8 +158,31 @@ class PathGuard:
     def append_bytes(self, path: Path, data: bytes) -> bool:
         """Append ``data`` to the checked file ``path``, made if missing; True if it was new."""
         return self._in_folder_of(
-            path, lambda fd, name, target: dirfd.append_file(fd, name, target, data)
+            path,
+            lambda fd, name, target: dirfd.append_file(
+                fd, name, target, data, vet=self._vet(target)
+            ),
         )
+
+    def _vet(self, target: str) -> Callable[[os.stat_result], None]:
+        """Refuse an opened file that is also a file in a forbidden place (a hard link)."""
+
+        def vet(info: os.stat_result) -> None:
+            found = check_links(info, self._forbidden, self._roots)
+            if found.found:
+                raise PathRefused(
+                    f"'{self.display(Path(target))}' is a hard link to a file in a forbidden "
+                    "location",
+                    forbidden=True,
+                )
+            if found.unchecked:
+                raise PathRefused(
+                    f"'{self.display(Path(target))}' has {info.st_nlink} hard links, and they "
+                    "could not all be checked against the forbidden locations",
+                    forbidden=True,
+                )
+
+        return vet
 
     def _in_folder_of(self, path: Path, write: Callable[[int, str, str], bool]) -> bool:
         """Run ``write(folder_fd, name, target)`` for the checked file ``path``, its folders

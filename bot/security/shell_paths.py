@@ -36,6 +36,9 @@ _PROCESS = re.compile(
 )
 """A process's folder in /proc (its environment, command line, memory, root)."""
 _SOCKET_PATH = re.compile(r"^/dev/(tcp|udp)/([^/]+)/([0-9]+)$")
+_FD = re.compile(r"^/dev/fd/[0-9]+$")
+_PROC_DOORS = frozenset({"fd", "stdin", "stdout", "stderr"})
+"""Names in /dev that are links into /proc/self."""
 
 
 class Findings:
@@ -116,8 +119,8 @@ class PathJudge:
         if socket := _SOCKET_PATH.match(text):
             self.findings.contacts.append((socket[2], int(socket[3]), label))
             self.findings.add("medium", f"it opens a network connection through {label}")
-        if text in SAFE_DEVICES or text.startswith("/dev/fd/") or text == "-":
-            return  # a device that holds nothing, or "-": standard input or output
+        if text in SAFE_DEVICES or _FD.match(text) or text == "-":
+            return  # a device that holds nothing, a descriptor, or "-": standard input or output
         if use in ("write", "delete") and BLOCK_DEVICE.match(text):
             self.findings.add("high", f"it writes to the disk device {label}")
         for candidate in self._expand_glob(text) if word.glob else [text]:
@@ -144,6 +147,11 @@ class PathJudge:
                 self.findings.add(risk, f"it {_VERBS[use]} {label} {where}")
             return
         lexical = self.guard.absolute(text, self.cwd()) if "\0" not in text else ""
+        if _through_proc(text, self.cwd(), self.guard.workspace):
+            self.findings.forbidden.append(
+                f"{label} goes through /dev/fd or /dev/stdin into a process's /proc folder"
+            )
+            return
         if _PROCESS.match(lexical) or (not exact and _in_proc(lexical)):
             self.findings.forbidden.append(f"{label} reads other processes' environment or memory")
             return
@@ -199,6 +207,27 @@ class PathJudge:
         except (OSError, ValueError):  # a NUL byte, an unreadable folder
             return [pattern]
         return matches or [pattern]
+
+
+def _through_proc(text: str, cwd: Path | None, workspace: Path) -> bool:
+    """Whether ``text`` walks on from ``/dev/fd`` or ``/dev/std*``, which are links into
+    ``/proc/self``: ``/dev/fd/../cwd``, ``/dev/stdin/../../1/environ`` (only ``/dev/fd/N``
+    itself and the bare ``/dev/stdin`` are a descriptor)."""
+    start = os.path.join(workspace, cwd or "") if not text.startswith("/") else ""
+    folders: list[str] = []
+    parts = [p for p in os.path.join(start, text).split("/") if p not in ("", ".")]
+    for index, part in enumerate(parts):
+        if part == "..":
+            if folders:
+                folders.pop()
+            continue
+        folders.append(part)
+        if len(folders) == 2 and folders[0] == "dev" and folders[1] in _PROC_DOORS:
+            rest = parts[index + 1 :]
+            if not rest:
+                return False
+            return not (folders[1] == "fd" and len(rest) == 1 and rest[0].isdigit())
+    return False
 
 
 def _in_proc(path: str) -> bool:

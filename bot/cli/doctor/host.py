@@ -32,11 +32,15 @@ async def sandbox(loaded: LoadedConfig) -> Finding:
     if "shell" in config.tools.disabled:
         return Finding("sandbox", "info", "shell sandbox: not needed, the shell tool is disabled")
     mode = config.security.shell_sandbox
+    full = config.security.autonomy == "full"
+    install = "install bubblewrap (sudo apt install bubblewrap)"
     if mode == "off":
         return Finding(
             "sandbox",
-            "warn",
-            'shell sandbox: off (security.shell_sandbox = "off"): commands run unconfined',
+            "fail" if full else "warn",
+            'shell sandbox: OFF (security.shell_sandbox = "off"): shell commands run WITHOUT '
+            "a sandbox"
+            + ('; security.autonomy = "full" refuses to start like this' if full else ""),
             'set security.shell_sandbox = "auto" to use bubblewrap where it works',
         )
     from bot.security.kit import build_security
@@ -47,18 +51,21 @@ async def sandbox(loaded: LoadedConfig) -> Finding:
     found = await in_thread(lambda: find_sandbox(layout, mode))
     if found.sandbox is not None:
         return Finding("sandbox", "ok", f"shell sandbox: {found.summary}")
-    install = "install bubblewrap (sudo apt install bubblewrap)"
-    if mode == "required":
+    if mode == "required" or full:
+        key = "security.shell_sandbox" if mode == "required" else "security.autonomy"
+        value = '"required"' if mode == "required" else '"full"'
         return Finding(
             "sandbox",
             "fail",
-            f'shell sandbox: "required" (security.shell_sandbox), but {found.summary}',
-            f'{install}, or set security.shell_sandbox = "auto"',
+            f"shell sandbox: NONE, but {key} = {value} needs one: {found.summary}",
+            f'{install}, or set security.autonomy = "supervised"'
+            + (' and security.shell_sandbox = "auto"' if mode == "required" else ""),
         )
     return Finding(
         "sandbox",
         "warn",
-        f"shell sandbox: none, {found.summary}; scripts and network commands ask first",
+        f"shell sandbox: NONE, shell commands run WITHOUT a sandbox: {found.summary}; "
+        "scripts and network commands ask first",
         install,
     )
 
