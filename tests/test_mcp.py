@@ -105,7 +105,8 @@ def test_stdio_tool_result_reaches_the_model(llm: FakeLLM, home: Path) -> None:
     assert "mcp_local_delete_everything" not in offered  # disabled_tools hides it
     [result] = llm.tool_results()
     assert "echo from mcp: hello pipes" in result
-    assert result.startswith('<untrusted source="mcp_local_echo">')
+    # An MCP result is read from outside: it taints the turn, and says where from.
+    assert result.startswith('<untrusted source="mcp_local_echo" from="the MCP server \'local\'">')
     tools = {t["function"]["name"]: t["function"] for t in llm.requests[0].body["tools"]}
     echo = tools["mcp_local_echo"]
     assert echo["description"].startswith("[from the MCP server 'local'] Repeat the text")

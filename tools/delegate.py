@@ -81,8 +81,8 @@ def build_delegate(
         context = f"You are the sub-agent {agent!r}; another agent gave you this task."
         try:
             async with asyncio.timeout(config.timeout_s):
-                result = await worker.run_turn(
-                    message, channel_context=context, session_id=session_id
+                result = await worker.run_turn(  # the same taint: what either read, both did
+                    message, channel_context=context, session_id=session_id, taint=ctx.taint
                 )
         except TimeoutError:
             raise ToolError(f"{agent} did not finish within {config.timeout_s:g} s") from None
@@ -101,4 +101,5 @@ def build_delegate(
         ),
         untrusted_output=True,
         timeout_s=max(cfg.timeout_s for cfg in agents.values()) + 5,
+        taints=lambda ctx, values: ctx.taint.describe(),
     )

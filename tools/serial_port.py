@@ -67,6 +67,7 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
         untrusted_output=True,
         timeout_s=timeout_s,
         approval_fields=("port",),
+        taints=lambda ctx, values: f"the serial port {getattr(values, 'port', '')}".strip(),
         description=(
             f"Send one line of text to a serial device (ports: {names}) and return the "
             "line it answers. Use the device's own commands; the reply ends at its line ending."

@@ -11,8 +11,9 @@ from __future__ import annotations
 import codecs
 import re
 from typing import TYPE_CHECKING, Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from bot.config import LoadedConfig
 from bot.core.errors import Refused, ToolError
@@ -64,6 +65,7 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
         untrusted_output=True,
         assess=assess_request,
         approval_fields=("method", "url"),
+        taints=read_from_url,
     )
     async def http_request(
         ctx: ToolContext,
@@ -91,7 +93,7 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
             return "\n".join(lines)
         return "\n".join(lines) + "\n\n" + _body(fetched)
 
-    @tool(effect="network", untrusted_output=True, assess=assess_fetch)
+    @tool(effect="network", untrusted_output=True, assess=assess_fetch, taints=read_from_url)
     async def web_fetch(ctx: ToolContext, url: Url) -> str:
         """Read a web page and return its text: title, headings, paragraphs, lists and links.
 
@@ -113,6 +115,15 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
         return "\n".join(_where(fetched, always=True)) + "\n\n" + _body(fetched)
 
     return [http_request, web_fetch]
+
+
+def read_from_url(ctx: ToolContext, values: BaseModel) -> str:
+    """What a web call brought into the turn: the page it read (host and path, no query,
+    which may hold a token)."""
+    url = str(getattr(values, "url", ""))
+    parts = urlsplit(url)
+    page = (parts.netloc.rpartition("@")[2] + parts.path).rstrip("/") or url
+    return page if len(page) <= 80 else page[:79] + "…"
 
 
 def _where(fetched: Fetched, *, always: bool = False) -> list[str]:

@@ -29,6 +29,7 @@ from bot.config import AgentConfig
 from bot.core.conversation import ChatMessage, Completion, ImagePart, TextSink, ToolCall, Usage
 from bot.core.messages import InboundMessage, SessionKey
 from bot.core.metrics import count_model_call, count_turn
+from bot.core.taint import Taint, marked_sources
 from bot.core.tool_api import FileOutlet, ToolContext, ToolResult
 from bot.providers.base import Provider
 
@@ -140,6 +141,7 @@ class Agent:
         origin: str = "chat",
         on_progress: ProgressSink | None = None,
         images: Sequence[ImagePart] = (),
+        taint: Taint | None = None,
     ) -> TurnResult:
         """Answer one message. Provider failures propagate as ``ProviderError``.
 
@@ -169,18 +171,7 @@ class Agent:
         background = self._observe(message, session_id, origin)
         turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
         turn: list[ChatMessage] = [user]
-        ctx = ToolContext(
-            session=message.session,
-            workspace=self._workspace,
-            origin=origin,
-            timezone=self._timezone,
-            sender_id=message.sender_id,
-            depth=self._depth,
-            sender_name=message.sender_name,
-            is_direct=message.is_direct,
-            inbound_id=inbound_id,
-            send_file=self._files(message.session) if self._files is not None else None,
-        )
+        ctx = self._context(message, origin, inbound_id, earlier, taint)
         usage, calls_made, status = Usage(), 0, "failed"
         rounds = 0
         last: list[ChatMessage] = []  # stored together with the turn's outcome
@@ -235,6 +226,33 @@ class Agent:
                 usage.input_tokens,
                 usage.output_tokens,
             )
+
+    def _context(
+        self,
+        message: InboundMessage,
+        origin: str,
+        inbound_id: int | None,
+        earlier: Sequence[ChatMessage],
+        taint: Taint | None,
+    ) -> ToolContext:
+        """What the turn's tool calls get, its taint holding the untrusted content already in
+        the context: a forwarded or quoted message, marked results in the history."""
+        ctx = ToolContext(
+            session=message.session,
+            workspace=self._workspace,
+            origin=origin,
+            timezone=self._timezone,
+            sender_id=message.sender_id,
+            depth=self._depth,
+            sender_name=message.sender_name,
+            is_direct=message.is_direct,
+            inbound_id=inbound_id,
+            send_file=self._files(message.session) if self._files is not None else None,
+            taint=taint if taint is not None else Taint(),
+        )
+        ctx.taint.add(message.quotes)
+        ctx.taint.extend(marked_sources(m.content for m in earlier if m.role == "tool"))
+        return ctx
 
     async def _before(
         self,

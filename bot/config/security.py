@@ -15,6 +15,9 @@ from bot.config.base import Section
 
 Autonomy = Literal["readonly", "supervised", "full"]
 ShellSandbox = Literal["auto", "required", "off"]
+AfterUntrusted = Literal["ask", "rules"]
+"""Once a turn has read untrusted content, calls with side effects ask ("ask"), or the
+usual rules apply ("rules")."""
 
 DEFAULT_FORBIDDEN_PATHS = [
     "/etc",
@@ -74,6 +77,7 @@ class SecurityConfig(Section):
     """The one security policy every tool call goes through."""
 
     autonomy: Autonomy = "supervised"
+    after_untrusted: AfterUntrusted = "ask"
     approval_timeout_s: float = Field(default=300.0, gt=0)
     always_ask: list[str] = Field(default_factory=list)
     auto_approve: list[str] = Field(default_factory=list)

@@ -65,6 +65,10 @@ class InboundMessage:
     chat_title: str = ""
     sent_at: float | None = None
     received_at: float = field(default_factory=time.time)
+    quotes: str = ""
+    """Whose words the message carries besides the sender's: "a message forwarded from Bob",
+    "a message quoted from Ana" ("" for none); a turn answering it starts as having read
+    untrusted content."""
 
     def age(self, now: float | None = None) -> float:
         """Seconds since the person sent it (or since PinClaw received it)."""

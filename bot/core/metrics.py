@@ -55,7 +55,15 @@ class Metrics:
         )
         self.approvals: Counter = Counter(
             "pinclaw_approvals",
-            "Approval requests by outcome (approved, rule, denied, expired, unavailable).",
+            "Approval requests by outcome "
+            "(approved, rule, denied, expired, unavailable, too_long).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.approvals_after_untrusted: Counter = Counter(
+            "pinclaw_approvals_after_untrusted",
+            "Calls that asked because their turn had read untrusted content, by outcome "
+            "(approved, denied, expired, unavailable).",
             ["outcome"],
             registry=registry,
         )
@@ -167,6 +175,12 @@ def count_approval(outcome: str) -> None:
     """Count one approval request by how it was decided."""
     if (metrics := _slot.metrics) is not None:
         metrics.approvals.labels(outcome).inc()
+
+
+def count_approval_after_untrusted(outcome: str) -> None:
+    """Count one call that asked because its turn had read untrusted content."""
+    if (metrics := _slot.metrics) is not None:
+        metrics.approvals_after_untrusted.labels(outcome).inc()
 
 
 def count_delivery_retry() -> None:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from bot.core.conversation import ToolSpec
 from bot.core.errors import ToolError
 from bot.core.messages import OutboundFile, SessionKey
+from bot.core.taint import Taint
 from bot.core.tool_schema import plain_schema
 
 Risk = Literal["low", "medium", "high"]
@@ -47,12 +48,14 @@ class Assessment:
     risk: Risk
     reason: str = ""
     forbidden: bool = False
+    acts: bool | None = None
+    """Whether the call changes anything (None: judged by the tool's effect and the risk)."""
 
     def at_least(self, risk: Risk, reason: str) -> Assessment:
         """This assessment raised to ``risk`` (keeping the higher one and its reason)."""
         if RISK_ORDER[risk] <= RISK_ORDER[self.risk]:
             return self
-        return Assessment(risk, reason, self.forbidden)
+        return Assessment(risk, reason, self.forbidden, self.acts)
 
 
 AssessFunction = Callable[..., "Assessment"]
@@ -115,9 +118,14 @@ class ToolContext:
     is_direct: bool = True
     inbound_id: int | None = None
     send_file: SendFile | None = None
+    taint: Taint = field(default_factory=Taint)
+    """What the turn has read from the outside world (shared by the turn's calls)."""
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
+
+TaintFunction = Callable[[ToolContext, BaseModel], str]
+"""What outside content a call brought into the turn: a label ("example.org"), "" for none."""
 
 
 class Tool:
@@ -136,8 +144,10 @@ class Tool:
         timeout_s: float | None = None,
         approval_fields: tuple[str, ...] | None = None,
         approval_key: Callable[[BaseModel], str] | None = None,
+        taints: TaintFunction | None = None,
     ) -> None:
         self.approval_fields = approval_fields
+        self.taints = taints
         self.approval_key = approval_key
         self.func = func
         self.name = name or func.__name__
@@ -264,6 +274,7 @@ def tool(
     description: str | None = None,
     approval_fields: tuple[str, ...] | None = None,
     approval_key: Callable[[BaseModel], str] | None = None,
+    taints: TaintFunction | None = None,
 ) -> Callable[[ToolFunction], Tool]:
     """Decorator: turn a typed async function into a ``Tool``.
 
@@ -274,6 +285,8 @@ def tool(
     arguments an "always allow" rule is narrowed to (default: all of them), and
     ``approval_key(values)`` may give the rule's exact text instead (the shell
     tool's is the command's tokens, so only the same argv shape matches).
+    ``taints(ctx, values)`` names the outside content a call brought into the
+    turn ("example.org"), after which calls with side effects ask first.
     """
 
     def wrap(func: ToolFunction) -> Tool:
@@ -288,6 +301,7 @@ def tool(
             timeout_s=timeout_s,
             approval_fields=approval_fields,
             approval_key=approval_key,
+            taints=taints,
         )
 
     return wrap

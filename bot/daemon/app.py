@@ -32,6 +32,7 @@ from bot.providers import Provider, build_provider, build_provider_chain
 from bot.security.audit import AuditLog
 from bot.security.gate import UNTRUSTED_NOTE, PolicyGate
 from bot.security.kit import SecurityKit, build_security
+from bot.security.provenance import Provenance
 from bot.security.redact import RedactingFilter, Redactor
 from bot.skills import open_catalog
 from bot.store.db import Check, Database
@@ -107,6 +108,7 @@ async def open_app(
         if memory is not None:
             stack.push_async_callback(memory.stop)
         security = build_security(loaded, resolver=resolver)
+        stack.push_async_callback(security.aclose)  # the egress proxy, if a command started it
         stack.enter_context(redacted_logs(security.redactor))
         tools = build_registry(loaded, security)
         mcp = await _start_mcp(loaded, tools, stack)
@@ -115,6 +117,7 @@ async def open_app(
             config=config.security,
             audit=AuditLog(loaded.data_dir / config.security.audit_log),
             redactor=security.redactor,
+            provenance=Provenance(db, security.paths.roots),
         )
         notes = (UNTRUSTED_NOTE,) if tools.has_untrusted_output() else ()
         skills = open_catalog(loaded)

@@ -65,6 +65,7 @@ class McpTool(Tool):
         self.timeout_s = server.timeout_s
         self.approval_fields = None
         self.approval_key = _arguments_key
+        self.taints = lambda ctx, values: f"the MCP server '{server.name}'"
         self.arguments_model = _Arguments
         self._container_fields = frozenset()
         self._schema = _object_schema(schema)
@@ -91,8 +92,11 @@ class McpTool(Tool):
         return _Arguments.model_validate(dict(arguments))
 
     def assess(self, ctx: ToolContext, values: BaseModel) -> Assessment:
-        """Medium risk (ask at ``supervised``) unless the config auto-approves the tool."""
-        return Assessment(self.risk, self._reason)
+        """Medium risk (ask at ``supervised``) unless the config auto-approves the tool.
+
+        What a server's tool does is unknown, so every call counts as acting: after
+        untrusted content it asks, auto-approved or not."""
+        return Assessment(self.risk, self._reason, acts=True)
 
     async def run(self, ctx: ToolContext, values: BaseModel) -> ToolResult:
         """Call the tool on its server."""

@@ -85,7 +85,23 @@ def from_message(message: discord.Message, me: discord.ClientUser) -> InboundMes
         attachments=attachments,
         chat_title=title,
         sent_at=message.created_at.timestamp(),
+        quotes=_quotes(message, me),
     )
+
+
+def _quotes(message: discord.Message, me: discord.ClientUser) -> str:
+    """Whose words the message carries besides the sender's: a forward, a reply quoting them."""
+    reference = message.reference
+    if reference is None:
+        return ""
+    if reference.type == discord.MessageReferenceType.forward or message.message_snapshots:
+        return "a forwarded message"
+    resolved = reference.resolved
+    if isinstance(resolved, discord.Message):
+        if resolved.author.id in (message.author.id, me.id):
+            return ""
+        return f"a message quoted from {resolved.author.display_name}"
+    return "a quoted message"
 
 
 def from_command(interaction: discord.Interaction[discord.Client], name: str) -> InboundMessage:

@@ -237,6 +237,7 @@ class Normaliser:
             attachments=attachments,
             chat_title="" if direct else await self._directory.channel_title(channel),
             sent_at=_timestamp(ts),
+            quotes=_shared(event.get("attachments")),
         )
 
     async def from_command(self, body: JSON) -> InboundMessage:
@@ -291,3 +292,14 @@ def _attachments(files: Any) -> tuple[Attachment, ...]:
             )
         )
     return tuple(found)
+
+
+def _shared(attachments: object) -> str:
+    """A message shared into this one (Slack's "share message"): someone else's words."""
+    if not isinstance(attachments, list):
+        return ""
+    for item in attachments:
+        if isinstance(item, dict) and (item.get("is_share") or item.get("is_msg_unfurl")):
+            author = item.get("author_name") or item.get("author_subname") or "someone"
+            return f"a message shared from {author}"
+    return ""

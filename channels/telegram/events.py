@@ -84,7 +84,32 @@ def message_to_inbound(message: Message, me: BotIdentity) -> InboundMessage | No
         attachments=attachments,
         chat_title=chat.title or "",
         sent_at=message.date.timestamp(),
+        quotes=_quotes(message, reply, user.id, me.id),
     )
+
+
+def _quotes(message: Message, reply: Message | None, sender: int, bot: int) -> str:
+    """Whose words the message carries besides the sender's: a forward, a quoted reply."""
+    origin = message.forward_origin
+    if origin is not None:
+        who = (
+            getattr(origin, "sender_user", None)
+            or getattr(origin, "sender_chat", None)
+            or getattr(origin, "chat", None)
+        )
+        name = getattr(origin, "sender_user_name", "") or (
+            getattr(who, "full_name", "") or getattr(who, "title", "") or "someone"
+            if who is not None
+            else "someone"
+        )
+        return f"a message forwarded from {name}"
+    if message.external_reply is not None:
+        return "a quoted message from another chat"
+    author = reply.from_user if reply is not None else None
+    if reply is not None and (author is None or author.id not in (sender, bot)):
+        name = author.full_name if author is not None else "someone"
+        return f"a message quoted from {name}"
+    return ""
 
 
 def press_of(query: CallbackQuery) -> ButtonPress | None:
