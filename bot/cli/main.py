@@ -286,13 +286,14 @@ def _chat(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from bot.cli.logs import setup_daemon_logging
     from bot.config import load_config
-    from bot.daemon.main import run_daemon
+    from bot.daemon.main import announce_shell, run_daemon
     from bot.daemon.run_lock import data_dir_lock
 
     loaded = load_config(_config_arg(args))
     with data_dir_lock(loaded.data_dir):
         _sealed(loaded)
         setup_daemon_logging(loaded, getattr(args, "log_level", None))
+        announce_shell(loaded)  # the log's first line; before the loop, whose threads it spares
         return asyncio.run(run_daemon(loaded))
 
 

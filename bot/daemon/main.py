@@ -218,7 +218,6 @@ async def run_daemon(loaded: LoadedConfig) -> int:
     connected (or after ``systemd.READY_TIMEOUT_S``), pings the watchdog if the
     unit has one, and reports STOPPING=1 when it begins to stop.
     """
-    await asyncio.to_thread(_announce_shell, loaded)
     async with Daemon.open(loaded) as daemon:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
@@ -251,7 +250,7 @@ async def run_daemon(loaded: LoadedConfig) -> int:
     return 0
 
 
-def _announce_shell(loaded: LoadedConfig) -> None:
+def announce_shell(loaded: LoadedConfig) -> None:
     """The log's first line: where shell commands run, loudly when without a sandbox."""
     if "shell" in loaded.config.tools.disabled:
         log.info("the shell tool is disabled: no commands run")

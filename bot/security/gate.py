@@ -26,7 +26,6 @@ from bot.security.audit import AuditLog
 from bot.security.limits import ToolCallLimit
 from bot.security.policy import Decision, decide
 from bot.security.redact import Redactor
-from bot.security.visible import renderings
 
 if TYPE_CHECKING:  # loaded when a call is put to a person
     from bot.security.approval import ApprovalOutcome, Approver
@@ -208,6 +207,8 @@ class PolicyGate:
 
         if self._approver is None:
             return ApprovalOutcome("unavailable")
+        from bot.security.visible import renderings  # loaded with the first request
+
         shown = renderings(prepared.tool.name, prepared.call.arguments, self._redactor)
         request = ApprovalRequest(
             tool=prepared.tool.name,

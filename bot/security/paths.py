@@ -25,7 +25,6 @@ from bot.core.errors import Refused, ToolError
 from bot.core.tool_api import Assessment, Risk
 from bot.security import dirfd
 from bot.security.dirfd import Entry, Kind
-from bot.security.hardlinks import check_links
 from bot.security.resolve import Unresolvable, resolve, settled
 
 __all__ = ["Entry", "Kind", "PathGuard", "PathRefused", "Verdict"]
@@ -168,6 +167,8 @@ class PathGuard:
         """Refuse an opened file that is also a file in a forbidden place (a hard link)."""
 
         def vet(info: os.stat_result) -> None:
+            from bot.security.hardlinks import check_links  # a file with several links
+
             found = check_links(info, self._forbidden, self._roots)
             if found.found:
                 raise PathRefused(

@@ -28,10 +28,12 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from bot.security.sandbox_net import Relay, find_relay
 from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
+
+if TYPE_CHECKING:
+    from bot.security.sandbox_net import Relay
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,8 @@ class Sandbox:
         broad = {*ALWAYS_HIDDEN, home, "/"}  # hidden whole; a Python in them is no secret
         forbidden = [os.path.realpath(p) for p in self.layout.hidden]
         forbidden = [p for p in forbidden if p not in broad and not _within(home, p)]
+        from bot.security.sandbox_net import find_relay  # the first networked command
+
         return find_relay(_hidden_places(self.layout), forbidden)
 
 
