@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from bot.config import LoadedConfig
 from bot.core.errors import ConfigError, Refused, ToolError
+from bot.core.taint import listed
 from bot.core.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
 from bot.security.sandbox_wire import SOCKET_ENV
 from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
@@ -116,23 +117,18 @@ def sandbox_check(layout: SandboxLayout, mode: SandboxMode, helper: str) -> Sand
     return find_sandbox(layout, mode)
 
 
-def sandbox_state(security: SecurityKit) -> SandboxCheck:
-    """Where shell commands run with this config: the check the shell tool uses."""
-    mode = security.config.shell_sandbox
-    return sandbox_check(sandbox_layout(security), mode, os.environ.get(SOCKET_ENV, ""))
-
-
 def shell_state(loaded: LoadedConfig, security: SecurityKit) -> ShellState:
     """Where shell commands run, for the log, ``status``, ``doctor`` and the panel (blocks)."""
     from bot.security.shell_state import ShellState
 
     if "shell" in loaded.config.tools.disabled:
         return ShellState("disabled")
-    check = sandbox_state(security)
+    mode, helper = security.config.shell_sandbox, os.environ.get(SOCKET_ENV, "")
+    check = sandbox_check(sandbox_layout(security), mode, helper)  # the shell tool's own
     return ShellState("sandboxed" if check.sandbox is not None else "unsandboxed", check.summary)
 
 
-def announce_sandbox(security: SecurityKit) -> SandboxCheck:
+def announce_sandbox(security: SecurityKit) -> None:
     """Look for the sandbox now and say in the log, once, where shell commands will run."""
     layout, helper = sandbox_layout(security), os.environ.get(SOCKET_ENV, "")
     mode = security.config.shell_sandbox
@@ -140,7 +136,6 @@ def announce_sandbox(security: SecurityKit) -> SandboxCheck:
         _full_sandbox(layout, mode, helper)
     else:
         _sandbox(layout, mode, helper)
-    return sandbox_check(layout, mode, helper)
 
 
 @functools.cache
@@ -199,18 +194,6 @@ def shell_tools(
             return dataclasses.replace(found, acts=bare.assessment.risk != "low")
         return found
 
-    def network_read(ctx: ToolContext, values: BaseModel) -> str:
-        """The hosts a command that used the network named: its output came from there.
-
-        (The hosts the sandbox's proxy let it reach are added by the call itself.)
-        """
-        verdict = verdict_for(ctx, str(getattr(values, "command", "")))
-        if verdict.hosts:
-            return _hosts_label([host for host, _ in verdict.hosts])
-        if verdict.assessment.risk != "low" and "network" in verdict.assessment.reason:
-            return "the network (a shell command)"
-        return ""
-
     # The registry's own timeout must leave room for stopping the process group.
     @tool(
         effect="shell",
@@ -220,7 +203,6 @@ def shell_tools(
         timeout_s=config.shell_timeout_s + 2 * STOP_GRACE_S + DRAIN_S + 5,
         approval_fields=("command",),
         approval_key=rule_key,
-        taints=network_read,
     )
     async def shell(
         ctx: ToolContext,
@@ -277,8 +259,12 @@ def shell_tools(
                 via=sandbox.via if sandbox is not None else None,
                 contained=sandbox is not None,  # its PID namespace ends all; else a subreaper does
             )
-        if reached:  # what came back from there is in the output: the turn has read it
-            ctx.taint.add(_hosts_label(reached))
+        # What came back from the network is in the output: the turn has read it. The
+        # hosts the line names, and those the sandbox's proxy let it reach.
+        if network and (verdict.hosts or reached):
+            ctx.taint.add(listed([*(host for host, _ in verdict.hosts), *reached]))
+        elif network and "network" in verdict.assessment.reason:
+            ctx.taint.add("the network (a shell command)")
         text = outcome.render()
         if linked:
             shown = ", ".join(guard.display(Path(path)) for path in linked[:3])
@@ -311,11 +297,6 @@ async def _forbidden_links(security: SecurityKit, sandboxed: bool) -> list[str]:
             f"({shown}); no command runs until the owner removes it"
         )
     return linked
-
-
-def _hosts_label(hosts: Sequence[str]) -> str:
-    names = list(dict.fromkeys(hosts))
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) -> None:

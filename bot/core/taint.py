@@ -44,13 +44,18 @@ class Taint:
 
     def describe(self, limit: int = 3) -> str:
         """The labels for a sentence: "example.org", "a, b and 2 more"."""
-        shown = self.labels[:limit]
-        rest = len(self.labels) - len(shown)
-        if rest:
-            return f"{', '.join(shown)} and {rest} more"
-        if len(shown) > 1:
-            return f"{', '.join(shown[:-1])} and {shown[-1]}"
-        return shown[0] if shown else ""
+        return listed(self.labels, limit)
+
+
+def listed(items: Iterable[str], limit: int = 3) -> str:
+    """``items`` (duplicates dropped) for a sentence: "a", "a and b", "a, b, c and 2 more"."""
+    names = list(dict.fromkeys(items))
+    shown, rest = names[:limit], len(names) - limit
+    if rest > 0:
+        return f"{', '.join(shown)} and {rest} more"
+    if len(shown) > 1:
+        return f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return shown[0] if shown else ""
 
 
 def marked_sources(texts: Iterable[str]) -> list[str]:

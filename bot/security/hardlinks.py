@@ -36,11 +36,6 @@ class LinkCheck:
     found: str = ""
     unchecked: bool = False
 
-    @property
-    def refused(self) -> bool:
-        """True when the file must not be used through this name."""
-        return bool(self.found) or self.unchecked
-
 
 @dataclass(frozen=True, slots=True)
 class ForbiddenInodes:

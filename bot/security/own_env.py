@@ -7,8 +7,8 @@ are needed only in memory, so ``seal_process``:
 - removes every variable holding a config secret from the environment, so no
   child inherits one (the shell tool's children get a scrubbed environment
   anyway; this covers everything else);
-- overwrites those values in the process's initial environment block, which
-  ``/proc/PID/environ`` keeps showing after ``unsetenv``;
+- overwrites those entries, name and value, in the process's initial
+  environment block, which ``/proc/PID/environ`` keeps showing after ``unsetenv``;
 - marks the process non-dumpable, so processes of the same user cannot read its
   ``/proc/PID/environ``, ``mem`` or ``maps``, nor attach a debugger (without
   ``CAP_SYS_PTRACE``), and no core dump holds its memory.
@@ -18,7 +18,7 @@ is also cut down to an allowlist of harmless variables (``HARMLESS`` and the
 prefixes in ``HARMLESS_PREFIXES``, plus the names in ``security.shell_env_passthrough``)
 before any child runs: whatever else the daemon inherited (a cloud key
 exported in a login shell, a token in a service's environment) is removed and
-its first copy wiped the same way, name and value.
+wiped the same way, in the same pass.
 """
 
 from __future__ import annotations
@@ -54,33 +54,21 @@ HARMLESS_PREFIXES = ("LC_", "XDG_", "PINCLAW_", "PYTHON", "GPIOZERO_", "PIGPIO_"
 """Families kept whole: locale, XDG folders, PinClaw's own, Python's and the GPIO libraries'."""
 
 
-def scrub_environment(keep: Iterable[str] = ()) -> list[str]:
-    """Remove every variable but the harmless ones and ``keep``; wipe their first copies.
-
-    Returns the names removed.
-    """
-    kept = HARMLESS | set(keep)
-    names = [
-        name for name in os.environ if name not in kept and not name.startswith(HARMLESS_PREFIXES)
-    ]
-    for name in names:
-        os.environ.pop(name, None)
-    if names:
-        try:
-            _wipe_initial_environment(set(names), whole=True)
-        except OSError as exc:
-            log.debug("could not wipe the initial environment: %s", exc)
-    return names
-
-
 def seal_process(secrets: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
-    """Drop the variables that hold a secret, wipe their first copy, turn dumping off.
+    """Drop the variables that hold a secret and those not harmless (``keep`` is kept),
+    wipe their first copy, turn dumping off.
 
     Returns the names of the variables removed. Every step is best effort: a
     failure is logged and the others still happen.
     """
     values = [value for value in secrets if len(value) >= 6]
-    names = [name for name, text in os.environ.items() if any(v in text for v in values)]
+    kept = HARMLESS | set(keep)
+    names = [
+        name
+        for name, text in os.environ.items()
+        if any(v in text for v in values)
+        or (name not in kept and not name.startswith(HARMLESS_PREFIXES))
+    ]
     for name in names:
         os.environ.pop(name, None)  # also unsetenv(): children never see it
     if names:
@@ -88,7 +76,6 @@ def seal_process(secrets: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
             _wipe_initial_environment(set(names))
         except OSError as exc:
             log.debug("could not wipe the initial environment: %s", exc)
-    names += scrub_environment(keep)
     if not set_not_dumpable():
         log.warning("could not mark the process non-dumpable; its memory stays readable")
     return names
@@ -109,9 +96,9 @@ def is_dumpable() -> bool:
     return int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)) != 0
 
 
-def _wipe_initial_environment(names: set[str], *, whole: bool = False) -> None:
-    """Zero the values of ``names`` where the kernel placed the environment at exec
-    (``whole``: the names too, so not even what was there shows)."""
+def _wipe_initial_environment(names: set[str]) -> None:
+    """Zero the entries of ``names``, name and value, where the kernel placed the
+    environment at exec: not even what was there shows."""
     with open("/proc/self/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     start, end = int(fields[_ENV_START]), int(fields[_ENV_END])
@@ -122,7 +109,6 @@ def _wipe_initial_environment(names: set[str], *, whole: bool = False) -> None:
         for entry in block.split(b"\0"):
             name, eq, _ = entry.partition(b"=")
             if eq and name.decode(errors="replace") in names:
-                skip = 0 if whole else len(name) + 1
-                memory.seek(start + offset + skip)
-                memory.write(b"\0" * (len(entry) - skip))
+                memory.seek(start + offset)
+                memory.write(b"\0" * len(entry))
             offset += len(entry) + 1

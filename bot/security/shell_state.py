@@ -1,6 +1,6 @@
 """Where shell commands run, said the same way by the log, status, doctor, onboarding and panel.
 
-The shell tool looks for the kernel sandbox (``tools.shell.sandbox_state``);
+The shell tool looks for the kernel sandbox (``tools.shell.shell_state``);
 this module only turns what it found into the sentences people read, so that
 every surface says it plainly, and in the same words, when commands run
 without a sandbox.
