@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -178,7 +178,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         world.listener.close()
 
 
-def make_gate(world: World, mode: str, autonomy: str = "supervised") -> PolicyGate:
+class Places(Protocol):
+    """Where a test world keeps its (fake) home, PinClaw's data and what lies outside."""
+
+    home: Path
+    data: Path
+    outside: Path
+
+
+def make_gate(world: Places, mode: str, autonomy: str = "supervised") -> PolicyGate:
     raw: dict[str, Any] = {
         "provider": {"kind": "ollama", "model": "m"},
         "security": {

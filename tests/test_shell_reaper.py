@@ -18,12 +18,10 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import shutil
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +38,11 @@ from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.audit import AuditLog
 from bot.security.gate import PolicyGate
 from bot.security.kit import SecurityKit, build_security
-from bot.security.sandbox_wire import SOCKET_ENV
-from tests.test_shell_sandbox import SocketActivation
+from tests.test_shell_sandbox import SocketActivation, activation
 from tools.shell import build
 from tools.shell_process import run_command
+
+__all__ = ["activation"]  # the fixture of tests.test_shell_sandbox, used by name
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = pytest.mark.parametrize("mode", ["required", "off"], ids=["sandbox", "no-sandbox"])
@@ -281,18 +280,6 @@ async def test_when_the_daemon_dies_its_commands_die_with_it(tmp_path: Path, mod
 
 
 # -- under systemd: through pinclaw-sandbox.socket -------------------------------------------
-
-
-@pytest.fixture
-def activation(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketActivation]:
-    sockets = Path(tempfile.mkdtemp(prefix="pc-", dir="/tmp"))  # AF_UNIX paths must be short
-    served = SocketActivation(sockets / "sandbox.sock")
-    monkeypatch.setenv(SOCKET_ENV, str(served.path))
-    try:
-        yield served
-    finally:
-        served.close()
-        shutil.rmtree(sockets)
 
 
 @pytest.mark.parametrize("ending", ["finished", "time limit", "cancelled"])

@@ -22,29 +22,24 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.agent.tool_registry import ToolRegistry
-from bot.config import LoadedConfig, parse_config
 from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.conversation import ToolCall
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
-from bot.security.audit import AuditLog
 from bot.security.gate import PolicyGate
 from bot.security.git_config_file import ConfigError
 from bot.security.git_config_file import parse_config as parse_git_config
 from bot.security.git_settings import read_repository
-from bot.security.kit import build_security
 from bot.security.paths import PathGuard
 from bot.security.shell_neutral import GIT_OVERRIDES, git_variables, neutralised
 from bot.security.shell_risk import classify
-from tools.shell import build
+from tests.test_shell_gate import make_gate
 
 MODES = ["required", "off"]
 ASKS = "not run: shell needs a person's approval"
@@ -74,23 +69,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))
         yield World(home, data, workspace, outside, canary)
-
-
-def make_gate(world: World, mode: str, autonomy: str = "supervised") -> PolicyGate:
-    raw: dict[str, Any] = {
-        "provider": {"kind": "ollama", "model": "m"},
-        "security": {
-            "autonomy": autonomy,
-            "shell_sandbox": mode,
-            "shell_timeout_s": 20,
-            "max_tool_calls_per_hour": 0,
-        },
-    }
-    loaded = LoadedConfig(parse_config(raw, {}), world.data / "config.toml", world.data)
-    kit = build_security(loaded)
-    registry = ToolRegistry(build(loaded, kit), max_output_chars=100_000)
-    audit = AuditLog(world.outside.parent / f"audit-{mode}-{autonomy}.jsonl")
-    return PolicyGate(registry, config=kit.config, audit=audit, redactor=kit.redactor)
 
 
 @pytest.fixture(scope="module", params=MODES, ids=["sandbox", "no-sandbox"])
