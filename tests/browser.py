@@ -6,7 +6,9 @@ the panel on 127.0.0.1) and ``browser`` (headless chromium through Playwright,
 ``/usr/bin/chromium``: no ``playwright install``). Helpers log a Playwright
 page or an httpx client in with a token from the real ``pinclaw web token``
 (the installed command, run in a thread so the daemon on this loop keeps
-answering), and take the README's screenshots at a phone and a desktop width.
+answering), and take screenshots at a phone and a desktop width: into pytest's
+temporary folder, or into the README's ``docs/screenshots`` with
+``--update-screenshots`` (so a plain test run changes no tracked file).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -118,6 +120,30 @@ async def panel_daemon(
         yield Panel(running, f"http://127.0.0.1:{port}", config, home)
 
 
+# Where ``screenshot`` writes this session, set once by the ``screenshot_folder`` fixture.
+_SCREENSHOTS: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def screenshot_folder(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """``docs/screenshots`` with ``--update-screenshots``, else ``screenshots`` in pytest's temp."""
+    if pytestconfig.getoption("update_screenshots"):
+        folder = DOCS_SCREENSHOTS
+    else:
+        folder = tmp_path_factory.getbasetemp() / "screenshots"
+    _SCREENSHOTS["folder"] = folder
+    return folder
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where this run's screenshots are, when it took any."""
+    folder = _SCREENSHOTS.get("folder")
+    if folder is not None and folder.is_dir() and any(folder.glob("*.png")):
+        terminalreporter.write_line(f"screenshots: {folder}")
+
+
 def chromium_path() -> str:
     """Debian's chromium, or the test fails saying how to install it."""
     if not CHROMIUM.exists():
@@ -171,11 +197,15 @@ async def log_in(page: Page, panel: Panel, token: str | None = None) -> None:
 
 
 async def screenshot(page: Page, name: str) -> None:
-    """``docs/screenshots/NAME.png`` (desktop) and ``NAME-phone.png`` (phone), whole page."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    """``NAME.png`` (desktop) and ``NAME-phone.png`` (phone), whole page, in the session's folder.
+
+    The folder is ``docs/screenshots`` only with ``--update-screenshots``.
+    """
+    folder = _SCREENSHOTS["folder"]
+    folder.mkdir(parents=True, exist_ok=True)
     size = page.viewport_size or DESKTOP
     await page.set_viewport_size(DESKTOP)  # type: ignore[arg-type]
-    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    await page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
     await page.set_viewport_size(PHONE)  # type: ignore[arg-type]
-    await page.screenshot(path=str(SCREENSHOTS / f"{name}-phone.png"), full_page=True)
+    await page.screenshot(path=str(folder / f"{name}-phone.png"), full_page=True)
     await page.set_viewport_size(size)  # type: ignore[arg-type]

@@ -17,6 +17,16 @@ from tests.fake_telegram import FakeTelegram
 pytest_plugins = ["tests.browser"]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--update-screenshots``: the browser tests rewrite the README's docs/screenshots."""
+    parser.addoption(
+        "--update-screenshots",
+        action="store_true",
+        help="write the browser tests' screenshots to docs/screenshots (the README's pictures); "
+        "without it they go to pytest's temporary folder and no tracked file changes",
+    )
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fresh home folder, so nothing reads or writes the real ~/.pinclaw."""

@@ -67,6 +67,10 @@ def address_problem(ip: IPAddress) -> str | None:
             return f"{form} {inner}, {problem}"
         if ip.ipv4_mapped is not None:
             return None  # ::ffff:8.8.8.8 is 8.8.8.8, whatever is_global says about ::ffff:0:0/96
+        if ip.sixtofour is not None:
+            # 2002:808:808:: reaches 8.8.8.8; Python 3.11.2 (Debian Bookworm's and
+            # Raspberry Pi OS's) calls all of 2002::/16 private, later releases do not.
+            return None
     for network6, kind in _V6_KINDS:
         if ip in network6:
             return kind
