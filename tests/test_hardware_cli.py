@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.hardware import HardwareConfig
+from bot.hardware import pin_library
 from bot.hardware.report import hardware_report
 from tests.cli_helpers import local_config, run, write_config
 from tests.fake_i2c import FakeI2c
@@ -35,7 +36,10 @@ async def test_the_report_shows_states_finds_sensors_and_names_what_is_missing(
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert "GPIO (pin factory: gpiozero's default)\n  no devices in [hardware.gpio]" in out
+    assert (
+        f"GPIO (pin factory: gpiozero's default)\n  {pin_library.summary('')}\n"
+        "  no devices in [hardware.gpio]"
+    ) in out
     assert "  bus 1: 0x76\n" in out
     assert "  ! shed: nothing at 0x44 on bus 1" in out
     assert "greenhouse (BME280 at 0x76, bus 1): 25.1 °C" in out

@@ -29,6 +29,7 @@ import asyncio
 import importlib
 import logging
 import re
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from typing import Any, Literal, TypeVar
 
 from bot.config.hardware import GpioDevice, HardwareConfig
 from bot.core.errors import ToolError
+from bot.hardware import pin_library
 from bot.hardware.blocking import DeviceGate
 
 log = logging.getLogger(__name__)
@@ -301,7 +303,13 @@ def _make_factory(name: str) -> tuple[Any, bool]:
     if name == "":
         from gpiozero import Device
 
-        Device.ensure_pin_factory()  # gpiozero's own choice, GPIOZERO_PIN_FACTORY included
+        # gpiozero's own choice, GPIOZERO_PIN_FACTORY included. Its warning for each
+        # library it falls back from goes to the debug log: a failure is explained instead.
+        with warnings.catch_warnings(record=True) as fallbacks:
+            warnings.simplefilter("always")
+            Device.ensure_pin_factory()
+        for fallback in fallbacks:
+            log.debug("gpiozero: %s", fallback.message)
         return Device.pin_factory, False
     if name == "mock":
         from gpiozero.pins.mock import MockFactory, MockPWMPin
@@ -356,9 +364,10 @@ def _wrong_kind(target: Target) -> str:
 def _explain(exc: Exception, where: str, factory: str) -> str | None:
     """A sentence for a hardware failure; None when the failure is a bug."""
     text = str(exc)
-    if isinstance(exc, PermissionError) or re.search(
-        r"gpiochip|/dev/(gpio)?mem|permission", text, re.IGNORECASE
-    ):
+    chip_trouble = re.search(r"gpiochip|/dev/(gpio)?mem|permission", text, re.IGNORECASE)
+    if chip_trouble and not isinstance(exc, PermissionError) and not pin_library.chips():
+        return pin_library.no_chip()  # lgpio says "can not open gpiochip" for both
+    if isinstance(exc, PermissionError) or chip_trouble:
         return (
             "PinClaw may not open the GPIO chip: on a Raspberry Pi, add the user it runs as "
             "to the gpio group (sudo usermod -aG gpio USER), then restart PinClaw"
@@ -366,12 +375,17 @@ def _explain(exc: Exception, where: str, factory: str) -> str | None:
     from gpiozero import exc as gz  # a failure here means gpiozero itself was loaded
 
     if isinstance(exc, gz.BadPinFactory):
+        if not pin_library.found():
+            return f"no GPIO pin library is installed: {pin_library.install_hint()}"
+        if not pin_library.chips():
+            return pin_library.no_chip()
         return (
-            "no GPIO driver could be loaded: on a Raspberry Pi install lgpio "
-            '(sudo apt install python3-lgpio); elsewhere set hardware.pin_factory = "mock"'
+            f"no GPIO driver could start (found {', '.join(pin_library.found().values())}): "
+            "on a Raspberry Pi, add the user PinClaw runs as to the gpio group "
+            "(sudo usermod -aG gpio USER), then restart PinClaw"
         )
     if isinstance(exc, ImportError):
-        return f"the GPIO driver {factory!r} (hardware.pin_factory) is not installed"
+        return pin_library.missing(factory)
     if isinstance(exc, gz.PinUnknownPi):
         return (
             "this computer does not look like a Raspberry Pi, so the GPIO driver finds no "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.config.hardware import HardwareConfig
 from bot.core.errors import PinclawError
+from bot.hardware import pin_library
 from bot.hardware.gpio import GpioBank
 from bot.hardware.i2c import DEVICE_PATH, I2cBank, hex_address
 from bot.hardware.sensors import SensorBank
@@ -29,6 +30,8 @@ async def hardware_report(
 async def _gpio(config: HardwareConfig) -> int:
     factory = config.pin_factory or "gpiozero's default"
     print(f"GPIO (pin factory: {factory}{', simulated' if config.pin_factory == 'mock' else ''})")
+    if config.pin_factory != "mock":
+        print(f"  {pin_library.summary(config.pin_factory)}")
     if not config.gpio:
         print("  no devices in [hardware.gpio]")
         return 0

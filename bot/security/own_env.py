@@ -101,6 +101,10 @@ def _wipe_initial_environment(names: set[str]) -> None:
     environment at exec: not even what was there shows."""
     with open("/proc/self/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
+    if len(fields) <= _ENV_END or not 0 < int(fields[_ENV_START]) < int(fields[_ENV_END]):
+        # qemu-user's /proc/self/stat stops before env_start (and its /proc/self/mem
+        # would be the emulator's memory): nothing to wipe where we cannot see it.
+        raise OSError("/proc/self/stat does not say where the environment is")
     start, end = int(fields[_ENV_START]), int(fields[_ENV_END])
     with open("/proc/self/mem", "r+b", buffering=0) as memory:
         memory.seek(start)
