@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import __version__
 from bot.cli.doctor import files, host, remote
+from bot.core.version import pinclaw_version
 from bot.store.db import Database
 from channels.discord.settings import DiscordSettings
 from channels.slack.settings import SlackSettings
@@ -130,7 +130,7 @@ def test_beside_a_running_daemon_and_then_without_its_model(
         done = doctor(home)
         assert done.returncode == 0, done.stdout
         assert line(done, "daemon") == (
-            f"– daemon: PinClaw {__version__} running, healthy (at http://127.0.0.1:{port})"
+            f"– daemon: PinClaw {pinclaw_version()} running, healthy (at http://127.0.0.1:{port})"
         )
         assert line(done, "telegram") == "✓ telegram: signed in as @pinclaw_bot"
         assert line(done, "database").startswith("✓ database ")  # read while the daemon writes
@@ -189,7 +189,9 @@ def test_json_report_for_scripts(llm: FakeLLM, telegram: FakeTelegram, home: Pat
     report = json.loads(done.stdout)
     assert (report["ok"], report["failed"]) == (True, 0)
     checks = {entry["check"]: entry for entry in report["checks"]}
-    assert list(checks)[:4] == ["config", "data_dir", "database", "provider"]
+    assert list(checks)[:5] == ["config", "version", "data_dir", "database", "provider"]
+    assert checks["version"]["status"] == "info"
+    assert checks["version"]["text"].startswith(f"version: PinClaw {pinclaw_version()} (Python ")
     assert checks["telegram"] == {
         "check": "telegram",
         "status": "ok",

@@ -1,9 +1,12 @@
-"""``pinclaw db check | backup PATH | recover``: looking after the one SQLite file.
+"""``pinclaw db check | backup PATH | recover | restore FILE``: looking after the one SQLite file.
 
 ``check`` runs SQLite's full integrity check; ``backup`` copies the database
 while the daemon runs; ``recover`` replaces a damaged database by what can be
-read from it (and refuses while a daemon holds the data folder). The exit code
-is 0 when all is well, 1 when the database is damaged or the work failed.
+read from it; ``restore`` puts a backup back (``backups/pre-<version>.db``, the
+copy taken before each upgrade, or one ``backup`` made). ``recover`` and
+``restore`` refuse while a daemon holds the data folder, and keep the database
+they replace aside. The exit code is 0 when all is well, 1 when the database is
+damaged or the work failed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ def add_db_commands(
     sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """Register ``pinclaw db`` and its actions."""
-    db = sub.add_parser("db", parents=[common], help="check, back up or recover the database")
+    db = sub.add_parser(
+        "db", parents=[common], help="check, back up, recover or restore the database"
+    )
     actions = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     actions.add_parser("check", parents=[common], help="run SQLite's full integrity check")
     backup = actions.add_parser(
@@ -37,6 +42,12 @@ def add_db_commands(
         parents=[common],
         help="replace a damaged database by what can be read from it (the damaged one stays)",
     )
+    restore = actions.add_parser(
+        "restore",
+        parents=[common],
+        help="put a backup back in place of the database (the current one stays aside)",
+    )
+    restore.add_argument("file", help="the backup, e.g. DATA_DIR/backups/pre-0.2.0.db")
     db.set_defaults(handler=run_db)
 
 
@@ -46,6 +57,8 @@ def run_db(args: argparse.Namespace) -> int:
 
     loaded = load_config(getattr(args, "config", None))
     path = loaded.database
+    if args.db_command == "restore":
+        return _restore(loaded.data_dir, path, Path(args.file).expanduser())
     if not path.exists():
         raise UserError(f"there is no database yet at {path} (PinClaw creates it on first use)")
     if args.db_command == "check":
@@ -119,3 +132,45 @@ def _recover(path: Path) -> int:
     if done.lost:
         print(f"Could not be saved: {', '.join(done.lost)}.")
     return 0
+
+
+def _restore(data_dir: Path, path: Path, source: Path) -> int:
+    from bot.daemon.run_lock import data_dir_lock
+    from bot.store.restore import restore
+
+    check_backup(source)
+    if source.exists() and path.exists() and source.resolve() == path.resolve():
+        raise UserError(f"{source} is the database itself; name a backup to restore")
+    with data_dir_lock(data_dir, purpose="restore the database"):
+        done = restore(source, path)
+    kept = f"; the database it replaced is kept as {done.aside}" if done.aside else ""
+    again = ""
+    if done.older:
+        from bot.core.version import pinclaw_version
+
+        again = f"; PinClaw {pinclaw_version()} will upgrade it again when it next opens it"
+    print(f"Restored {source} as the database {path} ({done.pages} pages){kept}{again}.")
+    return 0
+
+
+def check_backup(source: Path) -> None:
+    """Refuse, in one line, a file that cannot be restored: missing, not a sound SQLite
+    database, not PinClaw's, or written by a newer PinClaw than this one."""
+    from bot.core.version import pinclaw_version
+    from bot.store.restore import component_versions
+    from bot.store.schema import newer
+
+    if not source.is_file():
+        raise UserError(f"there is no file {source}")
+    if problem := integrity_problem(source):
+        raise UserError(f"{source} cannot be restored: {problem}")
+    try:
+        versions = component_versions(source)
+    except sqlite3.Error:
+        raise UserError(f"{source} is an SQLite database, but not one of PinClaw's") from None
+    if ahead := newer(versions):
+        raise UserError(
+            f"{source} was written by a newer PinClaw than this one ({pinclaw_version()}): "
+            f"this version does not know its {', '.join(ahead)} tables; install that "
+            "version to restore it, or choose an older backup"
+        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from bot import __version__
 from bot.core.channel import ChannelStatus
+from bot.core.version import pinclaw_version
 
 
 def describe_status(
@@ -20,7 +20,7 @@ def describe_status(
 ) -> str:
     """A short report a person can read on a phone."""
     now = time.time() if now is None else now
-    lines = [f"PinClaw {__version__}, up {_duration(now - started)}", f"Model: {model}"]
+    lines = [f"PinClaw {pinclaw_version()}, up {_duration(now - started)}", f"Model: {model}"]
     for status in channels:
         state = status.state + (f" ({status.detail})" if status.detail else "")
         heard = (

@@ -23,9 +23,10 @@ import aiosqlite
 
 from bot.memory.keywords import fts_query, like_terms
 from bot.memory.models import CONVERSATION, SHARED, Memory, NewMemory
-from bot.store.db import Database, Step, on_thread
+from bot.store.db import Database, on_thread
 from bot.store.people import PeopleStore
 from bot.store.people_rows import claim_identity, person_behind_chat, person_scope, rescope
+from bot.store.schema import Step
 
 
 async def _to_people(conn: aiosqlite.Connection) -> None:

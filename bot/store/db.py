@@ -15,18 +15,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
 import aiosqlite
 
 from bot.core.errors import UserError
+from bot.store.schema import Step, behind
 
 Check = Literal["header", "quick"]
-Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
-"""A migration: an SQL script, or a function that changes rows with Python's help."""
 HEADER = b"SQLite format 3\x00"
 T = TypeVar("T")
 
@@ -86,7 +86,9 @@ class Database:
         """Open (creating the file and its folder if needed) and set the pragmas.
 
         ``check="quick"`` also runs SQLite's ``quick_check`` (the daemon at start).
-        Raises ``DatabaseDamaged`` for a damaged file, leaving nothing open.
+        Raises ``DatabaseDamaged`` for a damaged file, leaving nothing open. A
+        database an older PinClaw left is upgraded here, every component at once
+        (see ``_upgrade``); ``BackupFailed`` or ``MigrationFailed`` if that fails.
         """
         if self._conn is not None:
             return
@@ -97,13 +99,16 @@ class Database:
         conn = await aiosqlite.connect(self.path)
         try:
             await self._prepare(conn, check)
+            self._conn = conn
+            if behind(self._versions):
+                await self._upgrade()
         except BaseException as exc:
+            self._conn = None
             with suppress(Exception):
                 await conn.close()  # its worker thread would keep the process alive
             if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
                 raise DatabaseDamaged(self.path, str(exc)) from None
             raise
-        self._conn = conn
 
     async def _prepare(self, conn: aiosqlite.Connection, check: Check) -> None:
         """The header, the pragmas, the check and every component's version, in one trip to
@@ -188,36 +193,83 @@ class Database:
     async def migrate(self, component: str, steps: Sequence[Step]) -> None:
         """Apply the migrations of ``component`` that this database has not run yet.
 
-        Each step runs in one transaction with its version number: a failed step
-        leaves the database as it was before it.
+        They run as one transaction with the new version number: a failed step
+        leaves the database as it was. When the component already holds data,
+        the database is copied first (``bot.store.upgrade``), and a failure is
+        a ``MigrationFailed`` naming the copy.
         """
-        async with self._write_lock:
-            await self._migrate(component, steps)
-
-    async def _migrate(self, component: str, steps: Sequence[Step]) -> None:
         if self._versions.get(component, 0) >= len(steps):
-            return  # current when the file was opened; versions only ever go up
+            return  # current when the file was opened (or since); versions only ever go up
+        async with self._write_lock:
+            await self._apply([(component, steps)])
+
+    async def _upgrade(self) -> None:
+        """Bring every component of a database an older PinClaw left up to date at once.
+
+        One transaction for all of them: a step that fails undoes the steps of
+        every component before it too, so the database stays as the older
+        version left it (and works with it), whichever component failed.
+        """
+        from bot.store.schema import COMPONENTS
+
+        await self._apply([(component.name, component.steps()) for component in COMPONENTS])
+
+    async def _apply(self, plan: Sequence[tuple[str, Sequence[Step]]]) -> None:
+        """Run each component's pending steps in ``plan`` order, all in one transaction."""
+        from bot.store.upgrade import run_script
+
         conn = self.conn
-        rows = await conn.execute_fetchall(
-            "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        )
-        current = next((int(row[0]) for row in rows), 0)
-        for version, script in enumerate(steps[current:], start=current + 1):
-            try:
-                if isinstance(script, str):
-                    await conn.executescript(f"BEGIN;\n{script}")
-                else:
-                    await conn.execute("BEGIN")
-                    await script(conn)
+        if not (todo := await self._pending(plan)):
+            return
+        # Tables that hold data are about to change: copy the file first (outside the
+        # transaction, which would keep the copy waiting). Creating a component's
+        # first tables changes nothing there is, and needs no copy.
+        backup = await self._backup() if any(self._versions.get(n, 0) for n, _ in todo) else None
+        where = "starting the upgrade"
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            todo = await self._pending(plan)  # another process may have upgraded meanwhile
+            for name, steps in todo:
+                done = self._versions.get(name, 0)
+                for number, step in enumerate(steps[done:], start=done + 1):
+                    where = f"step {number} of {name}"
+                    if isinstance(step, str):
+                        await on_thread(conn, partial(run_script, step))  # one trip
+                    else:
+                        await step(conn)
                 await conn.execute(
                     "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
                     "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
-                    (component, version),
+                    (name, len(steps)),
                 )
-                await conn.commit()
-            except BaseException:
-                await conn.rollback()
+            await conn.commit()
+        except BaseException as exc:
+            await asyncio.shield(conn.rollback())
+            if backup is None or not isinstance(exc, Exception):
                 raise
+            from bot.core.version import pinclaw_version
+            from bot.store.upgrade import migration_failed
+
+            raise migration_failed(self.path, pinclaw_version(), where, exc, backup) from exc
+        self._versions.update((name, len(steps)) for name, steps in todo)
+
+    async def _pending(
+        self, plan: Sequence[tuple[str, Sequence[Step]]]
+    ) -> list[tuple[str, Sequence[Step]]]:
+        """The components of ``plan`` behind their steps, by the versions the file holds now."""
+        rows = await self.conn.execute_fetchall("SELECT component, version FROM schema_versions")
+        self._versions = {str(name): int(version) for name, version in rows}
+        return [(name, steps) for name, steps in plan if self._versions.get(name, 0) < len(steps)]
+
+    async def _backup(self) -> Path:
+        """The copy of the database before this PinClaw's upgrade (made once; see upgrade.py)."""
+        from bot.core.version import pinclaw_version
+        from bot.store.upgrade import backup_before_upgrade
+
+        version = pinclaw_version()
+        return await on_thread(
+            self.conn, lambda raw: backup_before_upgrade(raw, self.path, version)
+        )
 
 
 async def on_thread(conn: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:

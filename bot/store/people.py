@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.store.db import Database, Step
+from bot.store.db import Database
 from bot.store.people_rows import (
     OWNER_ACCOUNTS,
     TERMINAL,
@@ -40,6 +40,7 @@ from bot.store.people_rows import (
     person_scope,
     scope_person,
 )
+from bot.store.schema import Step
 
 LINK_TTL_S = 900.0
 OWNER_NAME = "owner"

@@ -149,10 +149,13 @@ async def daemon(web: WebConfig) -> Finding:
             "give PinClaw a free port with [web] listen",
         )
     if response.status_code == 200:
-        version = response.json().get("version", "?")
-        return Finding(
-            "daemon", "info", f"daemon: PinClaw {version} running, healthy (at {web.url})"
-        )
+        from bot.core.version import pinclaw_version
+
+        version, installed = response.json().get("version", "?"), pinclaw_version()
+        text = f"daemon: PinClaw {version} running, healthy (at {web.url})"
+        if version != installed:
+            return Finding("daemon", "warn", text, f"restart it to run the installed {installed}")
+        return Finding("daemon", "info", text)
     if response.status_code == 503:
         return Finding(
             "daemon",
