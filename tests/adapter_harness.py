@@ -23,6 +23,7 @@ class ScriptedInbox:
 
     def __init__(self) -> None:
         self.messages: list[InboundMessage] = []
+        self.unread: list[tuple[InboundMessage, str]] = []
         self.presses: list[ButtonPress] = []
         self.reply: PressReply | Exception = PressReply("Noted.")
         self.hold: asyncio.Event | None = None
@@ -35,6 +36,11 @@ class ScriptedInbox:
         self.changed.set()
         return True
 
+    async def unreadable(self, message: InboundMessage, reason: str) -> None:
+        """Record a message that could not be read, and why."""
+        self.unread.append((message, reason))
+        self.changed.set()
+
     async def press(self, press: ButtonPress) -> PressReply:
         """Record the press, wait while held, then answer (or raise) as scripted."""
         self.presses.append(press)
@@ -46,10 +52,14 @@ class ScriptedInbox:
             raise self.reply
         return self.reply
 
-    async def wait(self, presses: int = 0, messages: int = 0) -> None:
-        """Until at least this many presses and messages arrived."""
+    async def wait(self, presses: int = 0, messages: int = 0, unread: int = 0) -> None:
+        """Until at least this many presses, messages and unreadable messages arrived."""
         async with asyncio.timeout(10):
-            while len(self.presses) < presses or len(self.messages) < messages:
+            while (
+                len(self.presses) < presses
+                or len(self.messages) < messages
+                or len(self.unread) < unread
+            ):
                 self.changed.clear()
                 await self.changed.wait()
 

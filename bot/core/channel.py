@@ -78,6 +78,15 @@ class Inbox(Protocol):
         """
         ...
 
+    async def unreadable(self, message: InboundMessage, reason: str) -> None:
+        """Store a message that could not be read as failed, and tell its chat so.
+
+        ``message`` holds what is known of it (chat, sender, id; no text); it is
+        answered, with one sentence, only when its chat and sender are known and the
+        sender would be answered. Raises ``ShuttingDown`` while the daemon stops.
+        """
+        ...
+
     async def press(self, press: ButtonPress) -> PressReply:
         """Handle a button tap; answer the tapper with the reply (quickly: platforms wait)."""
         ...

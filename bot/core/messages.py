@@ -143,24 +143,58 @@ class OutboundFile:
     path: str = ""
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# What no text from a chat should carry: lone surrogates (half of an emoji; no UTF-8
+# can hold one) and the C0 control characters other than tab, line feed and carriage
+# return (NUL and the like). Each becomes U+FFFD, one character for one: a lone
+# surrogate and a control character are one UTF-16 unit each, like U+FFFD, so offsets
+# counted in the original text (Telegram's entities) still line up.
+_UNFIT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 
 
 def clean_text(text: str) -> str:
-    """``text`` with every lone surrogate (which no UTF-8 can hold) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
+    """``text`` with each lone surrogate and control character (but tab, line feed and
+    carriage return) replaced by U+FFFD; every other character is kept as it was."""
+    return _UNFIT.sub(REPLACEMENT, text) if _UNFIT.search(text) else text
+
+
+def clean_json(value: Any) -> Any:
+    """A decoded JSON value (a platform's update, event or payload) with ``clean_text``
+    applied to every string in it, keys included; other values are kept as they are."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_json(key): clean_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    return value
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 ``data`` as text: invalid bytes become U+FFFD, then ``clean_text`` applies."""
+    return clean_text(data.decode("utf-8", "replace"))
+
+
+def unreadable_reason(exc: BaseException) -> str:
+    """Why a channel could not read a message, as one short line for the log and the store."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return clean_text(f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:200]
 
 
 def cleaned(message: InboundMessage) -> InboundMessage:
-    """``message`` with lone surrogates replaced in what a person wrote or is called."""
-    text, name, title = (
-        clean_text(message.text),
-        clean_text(message.sender_name),
-        clean_text(message.chat_title),
+    """``message`` with ``clean_text`` applied to what a person wrote or is called (the
+    text, names, the chat's title, whose words it quotes, the files' names and types)."""
+    changes: dict[str, Any] = {
+        name: clean_text(getattr(message, name))
+        for name in ("text", "sender_name", "chat_title", "quotes")
+    }
+    changes["attachments"] = tuple(
+        Attachment(clean_text(a.name), clean_text(a.mime_type), a.size, a.ref)
+        for a in message.attachments
     )
-    if (text, name, title) == (message.text, message.sender_name, message.chat_title):
+    if all(getattr(message, name) == value for name, value in changes.items()):
         return message
-    return dataclasses.replace(message, text=text, sender_name=name, chat_title=title)
+    return dataclasses.replace(message, **changes)
 
 
 def too_long(text: str, limit: int) -> str | None:

@@ -49,6 +49,7 @@ from bot.core.messages import (
     InboundMessage,
     OutboundFile,
     OutboundMessage,
+    unreadable_reason,
 )
 from bot.core.pacing import Pacer, Unpaced
 from bot.core.typing_indicator import keep_typing
@@ -56,7 +57,7 @@ from channels.discord.approvals import APPROVAL_LIMIT, ApprovalMessages
 from channels.discord.client import PinClawClient, point_discord_at
 from channels.discord.commands import SlashCommands, reply
 from channels.discord.draft import DiscordDraft
-from channels.discord.events import from_message, interaction_id_of
+from channels.discord.events import from_message, interaction_id_of, unreadable
 from channels.discord.presses import Presses
 from channels.discord.send import (
     ButtonRow,
@@ -75,7 +76,7 @@ log = logging.getLogger(__name__)
 LOGIN_TIMEOUT_S = 60.0
 GIVE_UP_S = 120.0  # a gateway down this long is restarted from scratch
 TYPING_EVERY_S = 8.0  # Discord shows "typing…" for 10 s
-PRESS_GRACE_S = 2.0  # for answers to button presses in flight when the client closes
+PRESS_GRACE_S = 1.0  # for answers to button presses in flight when the client closes
 
 
 class DiscordDown(Exception):
@@ -200,7 +201,16 @@ class DiscordChannel:
         """Normalise a gateway message and put it in the inbox (first thing, in order)."""
         if client.user is None:
             return
-        inbound = from_message(message, client.user)
+        try:
+            inbound = from_message(message, client.user)
+        except Exception as exc:  # stored as failed and answered, never skipped
+            reason = unreadable_reason(exc)
+            log.warning(
+                "discord: could not read message %s (%s); stored as failed", message.id, reason
+            )
+            log.debug("discord: reading message %s failed", message.id, exc_info=exc)
+            await self._put_unreadable(unreadable(message), reason)
+            return
         if inbound is None:
             return
         try:
@@ -215,6 +225,16 @@ class DiscordChannel:
         assert self._inbox is not None
         async with self._put_lock:
             return await self._inbox.put(message)
+
+    async def _put_unreadable(self, message: InboundMessage, reason: str) -> None:
+        assert self._inbox is not None
+        try:
+            async with self._put_lock:
+                await self._inbox.unreadable(message, reason)
+        except ShuttingDown:
+            log.info("discord message %s not taken: PinClaw is stopping", message.message_id)
+        except Exception as exc:
+            log_bug(log, f"could not store discord message {message.message_id}", exc)
 
     async def pressed(self, interaction: discord.Interaction[discord.Client]) -> None:
         """A button press: acknowledged at once; an approval tap goes to the core."""

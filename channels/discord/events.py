@@ -9,7 +9,10 @@ falls back to being a chat of its own.
 
 Text is Discord's own markdown and passes through; the bot's mention
 (``<@id>``, ``<@!id>``, or its managed role ``<@&id>``) is removed, and other
-people's mentions become ``@name`` so the model reads names, not numbers.
+people's mentions become ``@name`` so the model reads names, not numbers. What a
+person wrote or is called is cleaned last (``cleaned``: a lone surrogate or a
+control character becomes U+FFFD); a message that cannot be read at all is
+described by ``unreadable``, to be stored as failed and answered.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 import discord
 
 from bot.core.channel import ButtonPress
-from bot.core.messages import Attachment, InboundMessage
+from bot.core.messages import Attachment, InboundMessage, clean_text, cleaned
 
 CHANNEL = "discord"
 INTERACTION_PREFIX = "interaction:"
@@ -70,7 +73,7 @@ def from_message(message: discord.Message, me: discord.ClientUser) -> InboundMes
         return None
     chat_id, thread_id, title = _location(message.channel)
     reference = message.reference
-    return InboundMessage(
+    inbound = InboundMessage(
         channel=CHANNEL,
         chat_id=chat_id,
         thread_id=thread_id,
@@ -86,6 +89,25 @@ def from_message(message: discord.Message, me: discord.ClientUser) -> InboundMes
         chat_title=title,
         sent_at=message.created_at.timestamp(),
         quotes=_quotes(message, me),
+    )
+    return cleaned(inbound)  # lone surrogates, control characters: see clean_text
+
+
+def unreadable(message: discord.Message) -> InboundMessage:
+    """What is known of a message ``from_message`` could not read: where, who, its id."""
+    channel = message.channel
+    if isinstance(channel, discord.Thread):  # a thread's chat is its parent channel
+        chat_id, thread_id = str(channel.parent_id), str(channel.id)
+    else:
+        chat_id, thread_id = str(channel.id), None
+    return InboundMessage(
+        channel=CHANNEL,
+        chat_id=chat_id,
+        thread_id=thread_id,
+        sender_id=str(message.author.id),
+        text="",
+        message_id=str(message.id),
+        is_direct=_is_direct(channel),
     )
 
 
@@ -112,7 +134,7 @@ def from_command(interaction: discord.Interaction[discord.Client], name: str) ->
         chat_id, thread_id, title = str(interaction.channel_id), None, ""
     else:
         chat_id, thread_id, title = _location(channel)
-    return InboundMessage(
+    command = InboundMessage(
         channel=CHANNEL,
         chat_id=chat_id,
         thread_id=thread_id,
@@ -124,6 +146,7 @@ def from_command(interaction: discord.Interaction[discord.Client], name: str) ->
         mentioned=True,
         chat_title=title,
     )
+    return cleaned(command)
 
 
 def press_from(interaction: discord.Interaction[discord.Client], custom_id: str) -> ButtonPress:
@@ -196,5 +219,5 @@ def _readable(message: discord.Message, me: discord.ClientUser) -> str:
         return "" if int(match.group(1)) in my_roles else match.group(0)
 
     # A removed mention takes one following space with it; indentation is left alone.
-    text = _USER_MENTION.sub(user, message.content)
+    text = _USER_MENTION.sub(user, clean_text(message.content))  # cleaned before it is read
     return _ROLE_MENTION.sub(role, text).strip()

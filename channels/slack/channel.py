@@ -48,6 +48,7 @@ from bot.core.messages import (
     InboundMessage,
     OutboundFile,
     OutboundMessage,
+    unreadable_reason,
 )
 from bot.core.pacing import Pacer, Unpaced
 from channels.slack.approvals import APPROVAL_LIMIT, DirectChats, SlackApprovals
@@ -61,6 +62,7 @@ from channels.slack.events import (
     ThreadMemory,
     command_user,
     post_of,
+    unreadable,
 )
 from channels.slack.format import button_blocks, split_for_slack
 from channels.slack.presses import Presses
@@ -215,7 +217,12 @@ class SlackChannel:
         normaliser = Normaliser(me, self._directory, self._threads, names)
 
         async def on_message(body: JSON) -> None:
-            message = await normaliser.from_event(body.get("event") or {})
+            event = body.get("event") or {}
+            try:
+                message = await normaliser.from_event(event)
+            except Exception as exc:  # stored as failed and answered, never skipped
+                await self._unreadable(inbox, event, exc)
+                return
             if message is not None and message.is_direct and message.chat_id.startswith("D"):
                 self._dms.saw(message.sender_id, message.chat_id)
             if message is not None and not await inbox.put(message):
@@ -243,6 +250,14 @@ class SlackChannel:
         app.event(re.compile(".*"))(self._on_other_event)
         app.error(self._on_error)
         return app
+
+    async def _unreadable(self, inbox: Inbox, event: JSON, exc: Exception) -> None:
+        message, reason = unreadable(event), unreadable_reason(exc)
+        log.warning(
+            "slack: could not read message %s (%s); stored as failed", message.message_id, reason
+        )
+        log.debug("slack: reading message %s failed", message.message_id, exc_info=exc)
+        await inbox.unreadable(message, reason)
 
     async def _on_other_event(self, body: JSON) -> None:
         """Events PinClaw does not use are acknowledged, so Slack does not resend them."""

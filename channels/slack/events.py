@@ -11,6 +11,11 @@ message's thread is its ``thread_ts``, or its own ``ts`` when it starts one, and
 each thread is its own session. A reply in a thread the bot has answered in
 counts as addressed to the bot (``reply_to_bot``), so people need not @mention it
 again; those threads are remembered in the state store across restarts.
+
+Every string of an event is cleaned before it is read (``clean_json``: a lone
+surrogate or a control character becomes U+FFFD), and so are the names looked
+up; an event that cannot be read at all is described by ``unreadable``, to be
+stored as failed and answered.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.channel import StateStore
 from bot.core.chat_commands import parse_command
-from bot.core.messages import Attachment, InboundMessage
+from bot.core.messages import Attachment, InboundMessage, clean_json, clean_text
 from channels.slack.format import plain_text
 
 log = logging.getLogger(__name__)
@@ -107,7 +112,7 @@ class Directory:
         value, ttl = fallback, min(self._ttl_s, 300.0)
         try:
             async with asyncio.timeout(LOOKUP_TIMEOUT_S):
-                value = await fetch(key.partition(":")[2]) or fallback
+                value = clean_text(await fetch(key.partition(":")[2])) or fallback
             ttl = self._ttl_s
         except SlackApiError as exc:
             self._warn(str(exc.response.get("error", "")), key)
@@ -195,6 +200,7 @@ class Normaliser:
 
     async def from_event(self, event: JSON) -> InboundMessage | None:
         """The message in a ``message`` / ``app_mention`` event, or None if it is not for us."""
+        event = clean_json(event)  # before anything reads it: see clean_text
         subtype = event.get("subtype")
         user = event.get("user")
         channel, ts = event.get("channel"), event.get("ts")
@@ -246,6 +252,7 @@ class Normaliser:
         The core's unlisted commands count too: ``/pinclaw approve ID once`` is how to
         decide by typing in Slack, which takes a typed ``/approve`` for a slash command.
         """
+        body = clean_json(body)
         words = str(body.get("text") or "").strip()
         name, _, rest = words.partition(" ")
         name = name.lstrip("/").lower()
@@ -264,6 +271,24 @@ class Normaliser:
             mentioned=True,  # a slash command is always addressed to the bot
             chat_title="" if direct else await self._directory.channel_title(channel),
         )
+
+
+def unreadable(event: JSON) -> InboundMessage:
+    """What is known of a message event ``from_event`` could not read: where, who, its id."""
+    channel, ts, user = (str(event.get(key) or "") for key in ("channel", "ts", "user"))
+    kind = event.get("channel_type")
+    direct = kind == "im" if kind else channel.startswith("D")
+    thread_ts = str(event.get("thread_ts") or "")
+    in_thread = bool(thread_ts) and thread_ts != ts
+    return InboundMessage(
+        channel=CHANNEL,
+        chat_id=channel,
+        sender_id=user,
+        text="",
+        thread_id=(thread_ts if in_thread else None) if direct else (thread_ts or ts or None),
+        message_id=message_key(channel, ts) if channel and ts else None,
+        is_direct=direct,
+    )
 
 
 def _timestamp(ts: object) -> float | None:

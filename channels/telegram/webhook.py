@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -79,8 +80,8 @@ def _handler(
         if not hmac.compare_digest(given.encode(), secret.encode()):
             log.warning("telegram webhook: refused a request without the right secret")
             return web.Response(status=403)
-        try:
-            body = await request.json()
+        try:  # a byte that is not UTF-8 becomes U+FFFD, as in a long poll's answer
+            body = json.loads((await request.read()).decode("utf-8", "replace"))
         except ValueError:
             return web.Response(status=400, text="not JSON")
         if not isinstance(body, dict):

@@ -4,7 +4,8 @@ A message's id is the form's ``nonce``, a random value the page puts in the form
 (and the page's script renews for each message), so a form sent twice (a double
 click, a retried request) is recognised by the inbound store and answered once.
 A missing or malformed nonce gets a fresh one: that message cannot be recognised
-again, but it is never refused.
+again, but it is never refused. The text is cleaned first (``clean_text``: a
+control character such as NUL, or a lone surrogate, becomes U+FFFD).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import secrets
 
 from bot.core.channel import ButtonPress
-from bot.core.messages import InboundMessage
+from bot.core.messages import InboundMessage, clean_text
 from channels.web.settings import OWNER_ID
 
 CHANNEL = "web"
@@ -33,8 +34,8 @@ def inbound(text: str, nonce: str, name: str) -> InboundMessage:
         channel=CHANNEL,
         chat_id=CHAT_ID,
         sender_id=OWNER_ID,
-        text=text.replace("\r\n", "\n").strip(),
-        sender_name=name or OWNER_ID,
+        text=clean_text(text.replace("\r\n", "\n")).strip(),
+        sender_name=clean_text(name) or OWNER_ID,
         message_id=message_id,
         is_direct=True,
     )

@@ -62,7 +62,10 @@ async def send(request: web.Request) -> web.StreamResponse:
     """Hand the owner's message to the web chat; back to the page (or JSON for the script)."""
     chat = _require_chat(request)
     name = await _owner_only(request)
-    form = await request.post()
+    try:  # aiohttp turns a percent-encoded byte that is not UTF-8 into U+FFFD itself
+        form = await request.post()
+    except ValueError:  # a raw byte that is not UTF-8 (no browser sends one)
+        return _answer(request, 400, "That message was not UTF-8 text, so it was not sent.")
     text, nonce = str(form.get("text", "")), str(form.get("nonce", ""))
     if not text.strip():
         return _answer(request, 400, "Type a message first.")
