@@ -1,11 +1,15 @@
 """The chat page's live updates: the feed's events as Server-Sent Events.
 
 Each event goes out as ``id: EPOCH:N``, ``event: entry|remove|typing|reload`` and
-one line of JSON. The browser's ``EventSource`` sends the last id back when it
-reconnects (``Last-Event-ID``), so nothing is missed; a page that fell too far
-behind, or whose events are from before a restart, gets ``reload``. A comment
-line every ``PING_S`` keeps proxies from closing a quiet stream and finds out
-when the page has gone away.
+one line of JSON, all ASCII (JSON escapes the rest), so no character of a reply, not
+even half of an emoji cut by a streaming model, can fail to encode and end the
+stream on the same event at every reconnect. The browser's ``EventSource`` sends
+the last id back when it reconnects (``Last-Event-ID``); the stream goes on with
+exactly the events after it, from the feed's bounded buffer of recent events
+(``channels.web.feed.KEPT_EVENTS``). A page that fell further behind, or whose
+events are from before a restart, gets ``reload`` and reads the stored
+conversation afresh. A comment line every ``PING_S`` keeps proxies from closing a
+quiet stream and finds out when the page has gone away.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ def resume_point(request: web.Request) -> tuple[str, int]:
 
 def frame(epoch: str, event: FeedEvent) -> bytes:
     """One event in the wire format."""
-    data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
-    return f"id: {epoch}:{event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+    data = json.dumps(event.data, separators=(",", ":"))  # ASCII: always encodes
+    return f"id: {epoch}:{event.id}\nevent: {event.name}\ndata: {data}\n\n".encode("ascii")
 
 
 async def serve_events(request: web.Request, feed: Feed) -> web.StreamResponse:

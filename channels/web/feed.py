@@ -95,6 +95,8 @@ class Feed:
         self._refs = itertools.count(1)
         self._bell = asyncio.Event()  # set, and replaced, at every change
         self._closed = False
+        self._began = clock()  # the feed holds everything shown since, until it is trimmed
+        self._trimmed = False
 
     @property
     def last_id(self) -> int:
@@ -119,10 +121,14 @@ class Feed:
         self._publish("entry", self._entries[ref].as_data())
 
     def since(self) -> float | None:
-        """When the oldest kept entry appeared (None without entries): what came before
-        is read from the history."""
+        """Since when the feed holds all the chat showed (None without entries): what came
+        before is read from the history. Until entries are trimmed that is when the feed
+        began, so a reply to a message from before a restart (written to the history just
+        before it is shown) is not shown twice."""
         first = next(iter(self._entries.values()), None)
-        return None if first is None else first.at
+        if first is None:
+            return None
+        return first.at if self._trimmed else min(self._began, first.at)
 
     def add(
         self,
@@ -200,6 +206,7 @@ class Feed:
         history shows everything before it and nothing twice (``since``)."""
         if len(self._entries) <= self._keep_entries:
             return
+        self._trimmed = True
         while len(self._entries) > self._keep_entries:
             self._entries.popitem(last=False)
         if any(entry.kind == "user" for entry in self._entries.values()):

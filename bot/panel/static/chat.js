@@ -64,22 +64,51 @@
     if (follow) element.scrollIntoView({ block: "end" });
   }
 
+  // The stream resumes where it left off: the browser sends the id of the last event it
+  // got (Last-Event-ID) when it reconnects after a dropped connection. After an answer
+  // that is not a stream (a proxy's 502 while PinClaw restarts, say) it gives up for
+  // good, and a page restored from the back-forward cache has no stream at all: both
+  // open a new one from the last event shown, or the page would wait forever.
+  let source = null;
+  let last = `${log.dataset.epoch}:${log.dataset.after}`;
+  let retryMs = 0;
+  let retry = 0;
+
+  function seen(event) {
+    if (event.lastEventId) last = event.lastEventId;
+    return JSON.parse(event.data);
+  }
+
   function listen() {
-    const url = `/chat/events?epoch=${encodeURIComponent(log.dataset.epoch)}` +
-      `&after=${encodeURIComponent(log.dataset.after)}`;
-    const source = new EventSource(url);
-    source.addEventListener("entry", (event) => upsert(JSON.parse(event.data)));
-    source.addEventListener("remove", (event) => {
-      document.getElementById(`chat-entry-${JSON.parse(event.data).ref}`)?.remove();
+    window.clearTimeout(retry);
+    source?.close();
+    const [epoch, after] = last.split(":");
+    const url = `/chat/events?epoch=${encodeURIComponent(epoch)}&after=${encodeURIComponent(after)}`;
+    const stream = new EventSource(url);
+    source = stream;
+    stream.addEventListener("open", () => { retryMs = 0; });
+    stream.addEventListener("entry", (event) => upsert(seen(event)));
+    stream.addEventListener("remove", (event) => {
+      document.getElementById(`chat-entry-${seen(event).ref}`)?.remove();
     });
-    source.addEventListener("typing", (event) => {
-      if (typing) typing.hidden = !JSON.parse(event.data).on;
+    stream.addEventListener("typing", (event) => {
+      const on = seen(event).on;
+      if (typing) typing.hidden = !on;
     });
-    source.addEventListener("reload", () => {
-      source.close();
+    stream.addEventListener("reload", () => {
+      stream.close();
       window.location.reload();
     });
+    stream.addEventListener("error", () => {
+      if (stream !== source || stream.readyState !== EventSource.CLOSED) return;
+      retryMs = Math.min(30000, retryMs ? retryMs * 2 : 3000);
+      retry = window.setTimeout(listen, retryMs);
+    });
   }
+
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted) listen();
+  });
 
   async function post(url, data) {
     const response = await fetch(url, {
