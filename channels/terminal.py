@@ -5,7 +5,8 @@ streamed as the model writes them. The next prompt appears only after the
 reply, so the conversation reads in order. On a terminal (not in a pipe) a
 spinner turns while the model has not written anything yet, and what tools
 run shows as a dim line. ``run`` returns when the person
-leaves with ``/quit``, ``/exit`` or end of input (Ctrl-D).
+leaves with ``/quit``, ``/exit`` or end of input (Ctrl-D), or when whatever read
+the replies went away (``pinclaw chat | head``): ``reader_gone`` says so.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TextIO
 
 from bot.approvals.texts import parse_choice
 from bot.core.channel import ButtonPress, ChannelStatus, ChatTarget, DeliveryError, Inbox
+from bot.core.chat_commands import CommandInfo
 from bot.core.markdown import render
 from bot.core.messages import Attachment, Button, InboundMessage, OutboundFile, OutboundMessage
 from bot.security.visible import escape
@@ -36,6 +38,7 @@ class TerminalChannel:
     """Reads stdin on a helper thread and prints replies to stdout."""
 
     name = "terminal"
+    own_commands = (CommandInfo("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
 
     def __init__(
         self,
@@ -59,11 +62,13 @@ class TerminalChannel:
         self._streamed = False
         self._answer: tuple[str, dict[str, str]] | None = None  # (ref, choice -> action id)
         self._approvals = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.reader_gone = False
         self.status = ChannelStatus(self.name)
 
     async def run(self, inbox: Inbox) -> None:
         """Read lines until the person leaves (the reader thread is a daemon thread)."""
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         self._ready.set()
         self._thread = threading.Thread(
             target=self._read_lines, args=(loop, inbox), name="terminal-input", daemon=True
@@ -164,9 +169,15 @@ class TerminalChannel:
         return "pinclaw> " if self._interactive else ""
 
     def _write(self, text: str) -> None:
-        self._spinner.stop()
-        self._stdout.write(text)
-        self._stdout.flush()
+        try:
+            self._spinner.stop()
+            self._stdout.write(text)
+            self._stdout.flush()
+        except BrokenPipeError:  # nobody reads the replies any more: leave, as after /quit
+            self.reader_gone = True
+            self._ready.set()
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._closed.set)
 
     def _read_lines(self, loop: asyncio.AbstractEventLoop, inbox: Inbox) -> None:
         while not self._closed.is_set():

@@ -24,7 +24,8 @@ import pytest
 from pydantic import BaseModel
 
 from bot.cli.main import _COMMANDS, _command_in, build_parser
-from bot.config import Config, _tables_in_file, interpolate, parse_config
+from bot.config import Config, _tables_in_file, parse_config
+from bot.config.env_refs import UnsetVariable, interpolate
 from bot.core.errors import ConfigError
 from bot.core.tls import pending_ssl_context
 from tests.cli_helpers import local_config, write_config
@@ -174,7 +175,9 @@ def test_validating_only_the_tables_in_the_file_gives_the_whole_validation(
     raw: dict[str, Any],
 ) -> None:
     env = {"OPENAI_API_KEY": "sk-test-key", "TELEGRAM_BOT_TOKEN": "1:abc", "HA_TOKEN": "token"}
-    data = interpolate(copy.deepcopy(raw), env, "test")
+    unset: list[UnsetVariable] = []
+    data = interpolate(copy.deepcopy(raw), env, unset)
+    assert unset == []
     data.pop("channels", None)
     quick = _tables_in_file(copy.deepcopy(data), {})
     assert quick is not None

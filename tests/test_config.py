@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bot.config import Config, ConfigMissing, load_config, parse_config
+from bot.config import Config, ConfigMissing, ProviderConfig, load_config, parse_config
+from bot.config.env_refs import UnsetVariable
 from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.channel_registry import CHANNELS, settings_model
 from bot.core.errors import ConfigError
@@ -72,9 +73,58 @@ def test_each_problem_is_one_line_naming_the_key(raw: dict[str, Any], expected: 
     assert expected in error_for(raw)
 
 
-def test_several_problems_report_the_first_and_count_the_rest() -> None:
-    message = error_for({"provider": {**LOCAL, "a": 1, "b": 2}})
-    assert message.endswith("(and 1 more problem)")
+def test_every_problem_is_named_on_a_line_of_its_own() -> None:
+    raw = {
+        "provider": {**LOCAL, "modle": "x", "timeout_s": "slow"},
+        "general": {"timezone": "Mars/Olympus"},
+        "channels": {"telegram": {"token": "${TG_TOKEN}", "allowed_users": "all"}, "icq": {}},
+        "web": {"token": "${WEB_TOKEN}"},
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, {}, source="c.toml")
+    assert str(caught.value).splitlines() == [
+        "c.toml: channels.telegram.token: environment variable TG_TOKEN is not set "
+        "(the config refers to ${TG_TOKEN})",
+        "c.toml: web.token: environment variable WEB_TOKEN is not set "
+        "(the config refers to ${WEB_TOKEN})",
+        "c.toml: channels.telegram.allowed_users: expected an array, got string 'all'",
+        "c.toml: channels.icq: unknown channel (known: telegram, discord, slack, web)",
+        "c.toml: provider.modle: unknown key; did you mean 'model'?",
+        "c.toml: general.timezone: expected an IANA timezone name like 'Europe/Lisbon', "
+        "got 'Mars/Olympus'",
+        "c.toml: provider.timeout_s: expected a number, got string 'slow'",
+    ]
+
+
+def test_a_misspelt_key_is_one_problem_not_also_a_missing_one() -> None:
+    raw = {"provider": {"kind": "openai", "modle": "m", "base_url": "http://127.0.0.1:1/v1"}}
+    assert error_for(raw) == "config: provider.modle: unknown key; did you mean 'model'?"
+    unlike = {"provider": {"kind": "openai", "name": "m", "base_url": "http://127.0.0.1:1/v1"}}
+    with pytest.raises(ConfigError) as caught:  # nothing like "model": both are named
+        parse_config(unlike, {})
+    assert str(caught.value).splitlines() == [
+        "config: provider.name: unknown key (allowed here: "
+        + ", ".join(ProviderConfig.model_fields)
+        + ")",
+        "config: provider.model: missing required key",
+    ]
+
+
+def test_a_value_waiting_for_its_variable_is_not_a_second_problem() -> None:
+    raw = {"provider": LOCAL, "daemon": {"max_message_bytes": "${LIMIT}"}}
+    assert error_for(raw) == (
+        "config: daemon.max_message_bytes: environment variable LIMIT is not set "
+        "(the config refers to ${LIMIT})"
+    )
+
+
+def test_unset_variables_can_be_collected_instead_of_failing() -> None:
+    raw = {"provider": {**LOCAL, "api_key": "${KEY}"}, "web": {"token": "${WEB_TOKEN:-}"}}
+    unset: list[UnsetVariable] = []
+    config = parse_config(raw, {}, unset=unset)
+    assert unset == [UnsetVariable("provider.api_key", "KEY")]  # a default is not unset
+    assert config.provider.api_key is not None
+    assert config.provider.api_key.get_secret_value() == "${KEY}"  # kept as written
 
 
 def test_secrets_come_from_the_environment() -> None:

@@ -4,6 +4,7 @@ and retries of an unreachable model (in the log, and as a short line in ``pincla
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import stat
@@ -239,3 +240,26 @@ def test_a_log_file_that_is_a_folder_is_a_config_error(home: Path) -> None:
         assert one_line(done.stderr) == (
             f"pinclaw: daemon.log_file: {home / '.pinclaw' / 'logs'} is a folder, not a file"
         )
+
+
+def test_a_full_disk_under_the_log_file_is_said_once_not_per_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """/dev/full refuses every write with ENOSPC, as a full disk does: one notice on
+    stderr (the journal, under systemd), no "--- Logging error ---" block per line."""
+    from bot.cli.log_file import PrivateRotatingFileHandler
+
+    handler = PrivateRotatingFileHandler("/dev/full", maxBytes=1 << 20, backupCount=1)
+    logger = logging.getLogger("tests.logging.full")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for number in range(5):
+            logger.warning("line %d", number)
+    finally:
+        logger.removeHandler(handler)
+        with contextlib.suppress(OSError):  # its buffer holds what /dev/full refused
+            handler.close()
+    err = capsys.readouterr().err
+    assert "Logging error" not in err and "Traceback" not in err
+    assert err.count("cannot be written (no space left on its disk)") == 1, err

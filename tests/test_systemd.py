@@ -362,6 +362,13 @@ def fake_systemctl(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"PINCLAW_SYSTEMCTL": str(script)}, calls
 
 
+def line_starting(text: str, start: str) -> str:
+    """The one report line whose text (after its mark) starts with ``start``."""
+    rows = [row for row in text.splitlines() if row.partition(" ")[2].startswith(start)]
+    assert len(rows) == 1, text
+    return rows[0]
+
+
 def test_install_dry_run_prints_the_user_unit_and_writes_nothing(
     home: Path, configured: Path
 ) -> None:
@@ -417,6 +424,10 @@ def test_install_status_uninstall_through_systemctl(
     assert "Follow its log with: journalctl --user -u pinclaw -f" in done.stdout
     status = run(home, "service", "status", "--user", *units, env=env)
     assert (status.returncode, status.stderr) == (0, "")
+    unit = tmp_path / "units" / "pinclaw.service"
+    assert status.stdout.splitlines()[0].startswith(
+        f"! service: installed as a user service ({unit}), but not enabled"
+    )  # as doctor says it: this systemctl answers nothing and made no enable links
     removed = run(home, "service", "uninstall", "--user", *units, env=env)
     assert (removed.returncode, removed.stderr) == (0, "")
     assert not list((tmp_path / "units").glob("pinclaw*"))
@@ -424,6 +435,7 @@ def test_install_status_uninstall_through_systemctl(
     assert calls.read_text().splitlines() == [
         "--user daemon-reload",
         "--user enable --now pinclaw-sandbox.socket pinclaw.service",
+        "--user is-enabled pinclaw.service",
         "--user status pinclaw.service --no-pager",
         "--user disable --now pinclaw.service pinclaw-sandbox.socket",
         "--user daemon-reload",
@@ -461,13 +473,47 @@ def test_a_system_unit_runs_as_the_account_with_its_device_groups(
 
 
 def test_status_when_not_installed_is_one_line(tmp_path: Path, home: Path) -> None:
+    """Not installed is fine for doctor, and so for `service status`: the same line, 0."""
     done = run(home, "service", "status", "--user", "--unit-dir", str(tmp_path / "units"))
-    assert done.returncode == 1
-    unit = tmp_path / "units" / "pinclaw.service"
-    assert one_line(done.stderr) == (
-        f"pinclaw: PinClaw is not installed as a user service (no {unit}); "
-        "install it with `pinclaw service install`"
+    assert (done.returncode, done.stderr) == (0, "")
+    assert one_line(done.stdout) == (
+        "– service: not installed (fine while you start `pinclaw run` yourself) "
+        "— to start PinClaw at boot: pinclaw service install"
     )
+
+
+@pytest.mark.parametrize(
+    ("enabled", "active", "code", "said"),
+    [
+        ("enabled", "inactive", 0, "✓ {where}, enabled, stopped"),
+        ("enabled", "active", 0, "✓ {where}, enabled, running"),
+        ("disabled", "inactive", 0, "! {where}, but not enabled (disabled)"),
+        ("enabled", "failed", 1, "✗ {where}, enabled, but it failed"),
+    ],
+)
+def test_service_status_and_doctor_agree(
+    tmp_path: Path, home: Path, configured: Path, enabled: str, active: str, code: int, said: str
+) -> None:
+    """Each state systemctl reports gets the same mark and words from both commands, and
+    `service status` fails exactly where doctor does."""
+    systemctl = tmp_path / "systemctl"
+    systemctl.write_text(
+        f'#!/bin/sh\ncase "$2" in is-enabled) echo {enabled};; is-active) echo {active};;\n'
+        f'status) echo "pinclaw.service - PinClaw"; [ {active} = active ] || exit 3;; esac\n'
+    )
+    systemctl.chmod(0o755)
+    env = {"PINCLAW_SYSTEMCTL": str(systemctl), "XDG_CONFIG_HOME": str(home / ".config")}
+    units = home / ".config" / "systemd" / "user"
+    installed = run(home, "service", "install", "--user", "--no-start", env=env)
+    assert installed.returncode == 0, installed.stderr
+    where = f"service: installed as a user service ({units / 'pinclaw.service'})"
+    expected = said.format(where=where)
+    status = run(home, "service", "status", env=env)
+    assert (status.returncode, status.stderr) == (code, "")
+    assert status.stdout.splitlines()[0].startswith(expected)
+    assert "pinclaw.service - PinClaw" in status.stdout  # then systemctl's own account
+    report = run(home, "doctor", env=env)
+    assert line_starting(report.stdout, "service:").startswith(expected)
 
 
 def test_secrets_count_only_from_the_env_file(tmp_path: Path, home: Path) -> None:

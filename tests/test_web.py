@@ -239,7 +239,8 @@ def test_a_remote_address_needs_a_token(tmp_path: Path, llm: FakeLLM) -> None:
     config = status_config(home, tmp_path / "state", llm, 'listen = "0.0.0.0:8765"')
     checked = run(home, "config", "check", "--config", str(config))
     assert checked.returncode == 2
-    assert "web.token" in checked.stderr and len(checked.stderr.strip().splitlines()) == 1
+    keys = [line.split(": ")[2] for line in checked.stderr.splitlines()]  # each names its key
+    assert keys == ["web.token", "web.tls_key"]  # both missing, each on its own line
     config = status_config(home, tmp_path / "state", llm, 'listen = "localhost"')
     checked = run(home, "config", "check", "--config", str(config))
     assert checked.returncode == 2 and "web.listen" in checked.stderr

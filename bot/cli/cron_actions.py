@@ -53,7 +53,11 @@ class CronActions:
         if action == "add":
             return await self._add(args)
         if action == "history":
-            for run in await self._store.history(args.job_id, args.limit):
+            runs = await self._store.history(args.job_id, args.limit)
+            if not runs:
+                of = f" of job #{args.job_id}" if args.job_id is not None else ""
+                print(f"No runs{of} yet.")
+            for run in runs:
                 print(run_line(run, self._zone))
             return 0
         job = await self._store.get(args.job_id)

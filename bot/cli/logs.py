@@ -15,8 +15,9 @@ import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+from bot.cli.log_noise import OneLine
 from bot.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ LEVELS = {
 
 # Libraries that report routine work at INFO: APScheduler's "Added job" and "Running
 # job", discord.py's gateway sessions, every HTTP request and access. Their warnings
-# still show; the rest only at debug.
+# still show (one line each, ``bot.cli.log_noise``); the rest only at debug.
 CHATTY = (
     "apscheduler",
     "discord",
@@ -56,11 +57,13 @@ def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | N
     handlers: list[logging.Handler] = []
     if log_file is not None:
         handlers.append(open_log_file(log_file))  # first: it raises before anything changes
-    stderr = logging.StreamHandler(sys.stderr)
+    stderr = StderrHandler(sys.stderr)
     handlers.append(stderr)
     for handler in handlers:
         handler.setFormatter(formatter)
         handler.setLevel(threshold)
+        if threshold > logging.DEBUG:  # a library's traceback or error page: one line
+            handler.addFilter(OneLine())
     if log_file is not None:
         stderr.setLevel(max(threshold, logging.WARNING))
     root = logging.getLogger()
@@ -73,6 +76,18 @@ def setup_logging(level: str, *, json_lines: bool = False, log_file: LogFile | N
         logging.getLogger(name).setLevel(
             logging.NOTSET if threshold <= logging.DEBUG else max(threshold, logging.WARNING)
         )
+
+
+class StderrHandler(logging.StreamHandler[TextIO]):
+    """A stream handler for stderr whose reader may go away (``2>&1 | head``, a closed
+    pipe): a line that cannot be written is dropped, not reported with a traceback."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Drop the record if its reader is gone; report any other failure as logging does."""
+        error = sys.exc_info()[1]
+        if isinstance(error, BrokenPipeError) or getattr(self.stream, "closed", False):
+            return
+        super().handleError(record)
 
 
 def setup_daemon_logging(loaded: LoadedConfig, level: str | None = None) -> Path | None:

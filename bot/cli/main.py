@@ -2,14 +2,18 @@
 
 Each subcommand imports what it needs when it runs, so ``pinclaw --help`` and
 ``pinclaw config check`` stay fast and a disabled part's libraries are never
-loaded. Errors meant for people (``UserError``) print as one line on stderr;
-the exit code is 2 for configuration and usage errors, 1 for other failures.
+loaded. Errors meant for people (``UserError``) print on stderr, one line per
+problem; the exit code is 2 for configuration and usage errors, 1 for other failures.
+When the reader of the output goes away (``pinclaw doctor | head -1``), the
+command stops quietly with exit code 141, the shell's code for a command ended
+by SIGPIPE, unless it had already finished with a failure code of its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sqlite3
 import sys
@@ -19,20 +23,61 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot import __version__
 from bot.cli.completion import complete
 from bot.cli.startup import pause_collector, resume_collector
+from bot.cli.version import ShowVersion
 from bot.core.by_name import load
 from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
     from bot.config import LoadedConfig
+    from bot.config.env_refs import UnsetVariable
+
+
+READER_GONE = 141
+"""The exit code when the output's reader went away: 128 + SIGPIPE, as the shell reports
+a command that signal ended (``git log | head``)."""
 
 
 def entry() -> int:
     """The ``pinclaw`` console script: ``main``, and out promptly, whatever was left running."""
     pause_collector()  # until the command is up: see bot.cli.startup
-    return _leave_promptly(main())
+    code: int | str | None = None
+    try:
+        try:
+            code = main()
+        except SystemExit as stop:  # argparse after --help, --version or a usage error
+            code = stop.code
+        sys.stdout.flush()  # now, while a reader that went away can still be answered quietly
+    except BrokenPipeError:
+        # The command's own failure says more than the pipe; otherwise the shell's code.
+        code = code if isinstance(code, int) and code != 0 else READER_GONE
+    _quiet_broken_pipes()  # stderr's reader may have gone too, while stdout's stayed
+    return _leave_promptly(_exit_code(code))
+
+
+def _quiet_broken_pipes() -> None:
+    """Point stdout and stderr, where their reader is gone, at /dev/null, so the
+    interpreter's last flush does not fail again (the recipe in Python's documentation
+    of SIGPIPE)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            # What is left goes to /dev/null (a stream without a descriptor keeps it).
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+
+
+def _exit_code(code: int | str | None) -> int:
+    """The process exit code for what ``main`` returned or ``sys.exit`` was given."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    with contextlib.suppress(OSError):
+        print(code, file=sys.stderr)  # what sys.exit("message") would have done
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,10 +109,10 @@ def _handle(args: argparse.Namespace) -> int:
     try:
         code: int = args.handler(args)
     except (ConfigError, UsageError) as exc:
-        print(f"pinclaw: {exc}", file=sys.stderr)
+        _say(exc)
         return 2
     except UserError as exc:
-        print(f"pinclaw: {exc}", file=sys.stderr)
+        _say(exc)
         return 1
     except KeyboardInterrupt:
         print("pinclaw: cancelled", file=sys.stderr)
@@ -79,6 +124,12 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"pinclaw: {why}", file=sys.stderr)
         return 1
     return code
+
+
+def _say(exc: UserError) -> None:
+    """The error on stderr: a line per problem (a config names each of its mistakes)."""
+    for line in str(exc).splitlines() or [""]:
+        print(f"pinclaw: {line}", file=sys.stderr)
 
 
 def _leave_promptly(code: int, wait_s: float = 3.0) -> int:
@@ -124,7 +175,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="PinClaw: a chat-channel agent daemon.",
         parents=[common],
     )
-    parser.add_argument("--version", action="version", version=f"pinclaw {__version__}")
+    parser.add_argument("--version", action=ShowVersion, help="show the version and exit")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for names, adder in _COMMANDS:
         if command is None or command in names:
@@ -243,6 +294,11 @@ def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentPa
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = config_sub.add_parser("check", parents=[common], help="validate a config file")
     check.add_argument("path", nargs="?", help="file to check (default: the config in use)")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on ${VARS} not set here (default: a note naming them)",
+    )
     check.set_defaults(handler=_config_check)
 
 
@@ -352,16 +408,43 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _config_check(args: argparse.Namespace) -> int:
-    from bot.config import load_config
+    """Check the file; a ``${VAR}`` not set here is a note (the file is right), unless
+    ``--strict``: the daemon's environment, not this shell's, is the one that counts."""
+    from bot.config import config_path, load_config
 
-    loaded = load_config(args.path or _config_arg(args))
+    unset: list[UnsetVariable] = []
+    path = config_path(args.path or _config_arg(args))
+    try:
+        loaded = load_config(path, unset=None if args.strict else unset)
+    except ConfigError:
+        if unset:  # worth knowing too, before the mistakes are named
+            print(_unset_note(unset, path))
+        raise
     config = loaded.config
     fallbacks = len(config.provider.fallbacks)
     print(
         f"{loaded.path}: OK (provider {config.provider.label} at {config.provider.url}"
         f"{f', {fallbacks} fallback(s)' if fallbacks else ''}; data in {loaded.data_dir})"
     )
+    if unset:
+        print(_unset_note(unset, loaded.path))
     return 0
+
+
+def _unset_note(unset: Sequence[UnsetVariable], path: Path) -> str:
+    """Which variables are not set here, the keys that use them, and where they come from."""
+    from bot.cli.service import ENV_FILE
+
+    keys: dict[str, list[str]] = {}
+    for variable in unset:
+        keys.setdefault(variable.name, []).append(variable.key)
+    named = ", ".join(f"{name} ({', '.join(where)})" for name, where in keys.items())
+    them = "it" if len(keys) == 1 else "them"
+    return (
+        f"Note: not set here: {named}. `pinclaw run` reads {them} from its environment; "
+        f"the service (`pinclaw service install`) from {path.absolute().parent / ENV_FILE}. "
+        "`pinclaw config check --strict` fails on this."
+    )
 
 
 # Every command in the order `pinclaw --help` lists them, with the function that adds

@@ -214,8 +214,10 @@ def _input(question: str, default: str) -> str:
     try:
         answer = input(f"{question} [{default}]: ").strip()
     except EOFError:
+        _end_prompt()
         raise UserError(
-            "onboarding needs answers on standard input (or use --non-interactive)"
+            "onboarding asks its questions on standard input, which ended before an answer: "
+            "run it in a terminal, or pass the answers as flags with --non-interactive"
         ) from None
     return answer or default
 
@@ -226,6 +228,7 @@ def _secret(question: str) -> str:
             return getpass.getpass(f"{question}: ").strip()
         return input(f"{question}: ").strip()
     except EOFError:
+        _end_prompt()
         return ""
 
 
@@ -234,8 +237,16 @@ def _yes(question: str, default: bool) -> bool:
     try:
         answer = input(f"{question} [{hint}]: ").strip().lower()
     except EOFError:
+        _end_prompt()
         return default
     return default if not answer else answer.startswith("y")
+
+
+def _end_prompt() -> None:
+    """End the question's line, which input ended without an answer, so what is said
+    next (an error on stderr) starts a line of its own."""
+    sys.stdout.write("\n")
+    sys.stdout.flush()
 
 
 def _toml(value: str) -> str:

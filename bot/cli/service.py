@@ -9,6 +9,8 @@ names and (system scope) the account, writes the units to
 and runs ``systemctl daemon-reload`` and ``enable --now`` (socket first). Where systemctl
 cannot run, the unit is still written and the commands are printed to run by
 hand. The exit code is 0 when everything was done, 1 when something was not.
+``status`` says what ``pinclaw doctor`` says of the service, then shows
+``systemctl status``; its exit code is 1 only when doctor fails the service.
 
 For tests and packaging, ``--unit-dir DIR`` puts the unit elsewhere and
 ``$PINCLAW_SYSTEMCTL`` names the program run instead of ``systemctl``. Only
@@ -27,16 +29,23 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from bot.cli.service_units import ENABLED, UNIT, UNITS, render_units
+from bot.cli.service_units import (
+    ENABLED,
+    SYSTEM_UNIT_DIR,
+    SYSTEMCTL_ENV,
+    UNIT,
+    UNITS,
+    Target,
+    default_unit_dir,
+    installed_target,
+    render_units,
+)
 from bot.core.errors import ConfigError, UserError
 
 Subparsers = argparse._SubParsersAction  # the type argparse gives add_subparsers
 
-SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
-SYSTEMCTL_ENV = "PINCLAW_SYSTEMCTL"
 ENV_FILE = "pinclaw.env"
 DEVICE_GROUPS = ("gpio", "i2c", "dialout")
 _UNSAFE = re.compile(r"[\s\"'\\\x00-\x1f\x7f]")
@@ -47,45 +56,6 @@ _ENV_TEMPLATE = """\
 # TELEGRAM_BOT_TOKEN=123456789:AA...
 # OPENAI_API_KEY=sk-...
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where the unit goes and which systemd manager runs it."""
-
-    user_scope: bool
-    unit_dir: Path
-
-    @property
-    def unit_path(self) -> Path:
-        """The daemon's unit file."""
-        return self.unit_dir / UNIT
-
-    def unit_paths(self) -> list[Path]:
-        """Every unit file PinClaw installs here."""
-        return [self.unit_dir / name for name in UNITS]
-
-    @property
-    def label(self) -> str:
-        """ "user service" or "system service", for messages."""
-        return "user service" if self.user_scope else "system service"
-
-    def systemctl(self, *args: str) -> list[str]:
-        """A systemctl command line for this scope (``$PINCLAW_SYSTEMCTL`` if set)."""
-        program = os.environ.get(SYSTEMCTL_ENV) or "systemctl"
-        return [program, *(["--user"] if self.user_scope else []), *args]
-
-    def check_root(self, action: str) -> None:
-        """Refuse, in one line, to change the system manager's units without root."""
-        if self.unit_dir == SYSTEM_UNIT_DIR and os.geteuid() != 0:
-            try:  # sudo's PATH seldom includes a virtualenv: name the script in full
-                command = str(_pinclaw_script())
-            except UserError:
-                command = "pinclaw"
-            raise UserError(
-                f"the system service needs root: run `sudo {command} service {action} --system`, "
-                "or use --user for a service of your own"
-            )
 
 
 def add_service_commands(
@@ -122,7 +92,11 @@ def add_service_commands(
         "--run-as", metavar="USER", help="--system: the account (default: whoever ran sudo)"
     )
     actions.add_parser("uninstall", parents=[common, scope], help="stop, disable, remove it")
-    actions.add_parser("status", parents=[common, scope], help="systemctl status pinclaw")
+    actions.add_parser(
+        "status",
+        parents=[common, scope],
+        help="the service as doctor judges it, then systemctl status (exit 1: it failed)",
+    )
     service.set_defaults(handler=run_service)
     helper = sub.add_parser(
         "sandbox-exec",
@@ -145,7 +119,20 @@ def run_service(args: argparse.Namespace) -> int:
     target = _installed(args.scope, args.unit_dir)
     if args.service_command == "uninstall":
         return uninstall(target)
-    return status(target)
+    return status(target, _config_path(getattr(args, "config", None)))
+
+
+def _check_root(target: Target, action: str) -> None:
+    """Refuse, in one line, to change the system manager's units without root."""
+    if target.unit_dir == SYSTEM_UNIT_DIR and os.geteuid() != 0:
+        try:  # sudo's PATH seldom includes a virtualenv: name the script in full
+            command = str(_pinclaw_script())
+        except UserError:
+            command = "pinclaw"
+        raise UserError(
+            f"the system service needs root: run `sudo {command} service {action} --system`, "
+            "or use --user for a service of your own"
+        )
 
 
 def install(args: argparse.Namespace) -> int:
@@ -155,7 +142,7 @@ def install(args: argparse.Namespace) -> int:
     if user_scope and args.run_as:
         raise UserError("--run-as is for --system: a user service runs as you")
     if not args.dry_run:
-        target.check_root("install")
+        _check_root(target, "install")
     account = _account(user_scope, args.run_as)
     home = str(Path.home()) if user_scope else account.pw_dir
     with _home(home):
@@ -211,7 +198,7 @@ def uninstall(target: Target) -> int:
     if not target.unit_path.exists():
         print(f"Nothing to remove: there is no {target.unit_path}.")
         return 0
-    target.check_root("uninstall")
+    _check_root(target, "uninstall")
     failed = _run_steps([target.systemctl("disable", "--now", *reversed(ENABLED))])
     # The enable links too, in case systemctl could not remove them.
     links = [link for name in ENABLED for link in target.unit_dir.glob(f"*.wants/{name}")]
@@ -226,25 +213,27 @@ def uninstall(target: Target) -> int:
     return 0
 
 
-def status(target: Target) -> int:
-    """Show ``systemctl status``; 0 only when the service is running."""
-    if not target.unit_path.exists():
-        raise UserError(
-            f"PinClaw is not installed as a {target.label} (no {target.unit_path}); "
-            "install it with `pinclaw service install`"
-        )
-    print(f"Unit: {target.unit_path} ({target.label})", flush=True)
-    command = target.systemctl("status", UNIT, "--no-pager")
-    try:
-        return 0 if subprocess.run(command, check=False).returncode == 0 else 1
-    except OSError as exc:
-        raise UserError(f"could not run {command[0]} ({exc.strerror or exc})") from None
+def status(target: Target, config: Path) -> int:
+    """The service as ``pinclaw doctor`` judges it, in its words, then ``systemctl status``.
 
+    The exit code agrees with doctor's: 1 only when doctor fails the service (systemd
+    gave up on it); not installed, stopped or not enabled are 0, as they are not
+    failures there either (``pinclaw status`` answers whether the daemon runs).
+    """
+    import asyncio
 
-def installed_target() -> Target | None:
-    """Where the daemon's unit is installed (the user's manager first), or None."""
-    targets = [Target(user_scope, _default_dir(user_scope)) for user_scope in (True, False)]
-    return next((t for t in targets if t.unit_path.exists()), None)
+    from bot.cli.doctor import report_line
+    from bot.cli.doctor.host import service
+
+    finding = asyncio.run(service(config if config.is_file() else None, target))
+    print(report_line(finding, sys.stdout), flush=True)
+    if target.unit_path.exists():
+        command = target.systemctl("status", UNIT, "--no-pager")
+        try:
+            subprocess.run(command, check=False)
+        except OSError as exc:
+            print(f"pinclaw: could not run {command[0]} ({exc.strerror or exc})", file=sys.stderr)
+    return 1 if finding.status == "fail" else 0
 
 
 def _installed(scope: str | None, unit_dir: Path | None) -> Target:
@@ -258,14 +247,7 @@ def _installed(scope: str | None, unit_dir: Path | None) -> Target:
 def _scoped(scope: str | None, unit_dir: Path | None) -> Target:
     """The scope asked for, else system for root and user for everyone else."""
     user_scope = scope == "user" or (scope is None and os.geteuid() != 0)
-    return Target(user_scope, unit_dir or _default_dir(user_scope))
-
-
-def _default_dir(user_scope: bool) -> Path:
-    if not user_scope:
-        return SYSTEM_UNIT_DIR
-    config_home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(config_home) / "systemd" / "user"
+    return Target(user_scope, unit_dir or default_unit_dir(user_scope))
 
 
 def _account(user_scope: bool, run_as: str | None) -> pwd.struct_passwd:
@@ -290,10 +272,10 @@ def _home(home: str) -> Iterator[None]:
             os.environ["HOME"] = saved
 
 
-def _config_path() -> Path:
+def _config_path(explicit: str | None = None) -> Path:
     from bot.config import config_path
 
-    return config_path()
+    return config_path(explicit)
 
 
 def _checked_config(config: Path, env_file: Path, account: pwd.struct_passwd) -> tuple[Path, bool]:

@@ -1,4 +1,5 @@
-"""The systemd units ``pinclaw service install`` writes, rendered from the ``systemd/`` templates.
+"""The systemd units ``pinclaw service install`` writes, rendered from the ``systemd/`` templates,
+and where they go (``Target``: the user's or the system's manager).
 
 ``pinclaw.service`` runs the daemon. ``pinclaw-sandbox.socket`` and
 ``pinclaw-sandbox@.service`` run its shell commands in bubblewrap: the daemon's
@@ -9,9 +10,11 @@ standard library is imported here: the parser is built for every command.
 
 from __future__ import annotations
 
+import os
 import re
 import sysconfig
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.core.errors import UserError
@@ -22,6 +25,51 @@ HELPER = "pinclaw-sandbox@.service"
 UNITS = (UNIT, SOCKET, HELPER)
 ENABLED = (SOCKET, UNIT)
 """What ``install`` enables and starts, in this order (the socket must listen first)."""
+
+SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
+SYSTEMCTL_ENV = "PINCLAW_SYSTEMCTL"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the unit goes and which systemd manager runs it."""
+
+    user_scope: bool
+    unit_dir: Path
+
+    @property
+    def unit_path(self) -> Path:
+        """The daemon's unit file."""
+        return self.unit_dir / UNIT
+
+    def unit_paths(self) -> list[Path]:
+        """Every unit file PinClaw installs here."""
+        return [self.unit_dir / name for name in UNITS]
+
+    @property
+    def label(self) -> str:
+        """ "user service" or "system service", for messages."""
+        return "user service" if self.user_scope else "system service"
+
+    def systemctl(self, *args: str) -> list[str]:
+        """A systemctl command line for this scope (``$PINCLAW_SYSTEMCTL`` if set)."""
+        program = os.environ.get(SYSTEMCTL_ENV) or "systemctl"
+        return [program, *(["--user"] if self.user_scope else []), *args]
+
+
+def installed_target() -> Target | None:
+    """Where the daemon's unit is installed (the user's manager first), or None."""
+    targets = [Target(user_scope, default_unit_dir(user_scope)) for user_scope in (True, False)]
+    return next((t for t in targets if t.unit_path.exists()), None)
+
+
+def default_unit_dir(user_scope: bool) -> Path:
+    """Where the user's (``~/.config/systemd/user``) or the system's manager reads units."""
+    if not user_scope:
+        return SYSTEM_UNIT_DIR
+    config_home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(config_home) / "systemd" / "user"
+
 
 # Keys a user manager cannot honour (see the templates' headers), and the reverse.
 SYSTEM_ONLY = frozenset(

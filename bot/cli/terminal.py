@@ -8,6 +8,7 @@ model is retried, ``chat`` says so on stderr in one short line per retry.
 from __future__ import annotations
 
 import asyncio
+import errno
 import getpass
 import logging
 import secrets
@@ -87,6 +88,8 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
             with retry_notices(sys.stderr):
                 await channel.run(router)
                 await router.drain()
+            if channel.reader_gone:  # end as any command whose reader went away
+                raise BrokenPipeError(errno.EPIPE, "nobody reads the replies")
         except asyncio.CancelledError:  # Ctrl-C: stop the turn in progress, then leave
             await router.shutdown(0)
             raise

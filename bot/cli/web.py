@@ -1,7 +1,8 @@
 """``pinclaw web token [--rotate]``: the web panel's login token.
 
 Only the token's hash is kept, so it cannot be shown again: each run makes a
-new one, and the previous token stops working. ``--rotate`` also logs every
+new one, and the previous token (if there was one: the first run says nothing
+of it) stops working. ``--rotate`` also logs every
 browser out. Works while the daemon runs (it reads the token and the sessions
 from the database on each login and request). Only argparse is imported at
 the top: the parser is built for every ``pinclaw`` command.
@@ -54,18 +55,17 @@ async def issue_token(loaded: LoadedConfig, *, rotate: bool = False) -> int:
     db = Database(loaded.database)
     await db.open()
     try:
-        token, ended = await new_login_token(db, end_sessions=rotate)
+        made = await new_login_token(db, end_sessions=rotate)
     finally:
         await db.close()
     web = loaded.config.web
-    print(token)
+    print(made.token)
     where = f"{web.url}/login" if web.url and web.panel else ""
-    notes = [
-        f"Open {where} and paste the token above." if where else _off(loaded),
-        "The previous token no longer works.",
-    ]
+    notes = [f"Open {where} and paste the token above." if where else _off(loaded)]
+    if made.replaced:
+        notes.append("The previous token no longer works.")
     if rotate:
-        notes.append(f"Logged out {ended} browser session(s).")
+        notes.append(f"Logged out {made.ended} browser session(s).")
     for note in notes:
         print(note, file=sys.stderr)
     return 0

@@ -2,14 +2,14 @@
 
 ``load_config`` finds the file (``--config``, ``$PINCLAW_CONFIG``, then
 ``~/.pinclaw/config.toml``), replaces ``${VAR}`` / ``${VAR:-default}`` in string
-values, and validates the result. Every problem becomes one ``ConfigError`` line
-that names the key path and says what is expected.
+values, and validates the result. Every problem becomes a line of one
+``ConfigError``, naming the key path and saying what is expected: a file with three
+mistakes names all three.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
 from bot.config.base import Section, check_url, check_zone, empty_is_none, made_default
-from bot.config.errors import describe_validation_error
+from bot.config.env_refs import UnsetVariable, interpolate
+from bot.config.errors import describe_validation_errors
 from bot.config.files import check_paths, read_document
 from bot.config.hardware import HardwareConfig, HomeAssistantConfig
 from bot.config.mcp import McpConfig
@@ -213,9 +214,14 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def load_config(
-    explicit: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+    explicit: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    *,
+    unset: list[UnsetVariable] | None = None,
 ) -> LoadedConfig:
-    """Read, interpolate and validate the config; raise ``ConfigError`` with one clear line."""
+    """Read, interpolate and validate the config; raise ``ConfigError`` with a clear line
+    per problem. With ``unset``, variables that are not set are added there instead of
+    being problems (the reference stays as written in the value)."""
     path = config_path(explicit)
     if not path.is_file():
         raise ConfigMissing(
@@ -224,7 +230,7 @@ def load_config(
         )
     raw = read_document(path)
     values = env if env is not None else with_credentials(dict(os.environ))
-    config = parse_config(raw, values, source=str(path))
+    config = parse_config(raw, values, source=str(path), unset=unset)
     environ = env if env is not None else os.environ
     data_dir = Path(environ.get(DATA_DIR_ENV) or config.general.data_dir).expanduser()
     if not data_dir.is_absolute():
@@ -255,36 +261,60 @@ def with_credentials(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def parse_config(raw: dict[str, Any], env: dict[str, str], source: str = "config") -> Config:
-    """Validate an already-parsed TOML document."""
-    data = interpolate(raw, env, source)
-    channels = _parse_channels(data.pop("channels", {}), source)
+def parse_config(
+    raw: dict[str, Any],
+    env: dict[str, str],
+    source: str = "config",
+    *,
+    unset: list[UnsetVariable] | None = None,
+) -> Config:
+    """Validate an already-parsed TOML document; ``ConfigError`` names every problem, one
+    line each. With ``unset``, unset variables go there instead (see ``load_config``)."""
+    missing: list[UnsetVariable] = []
+    data = interpolate(raw, env, missing)
+    problems = [] if unset is not None else [m.problem() for m in missing]
+    channels = _parse_channels(data.pop("channels", {}), problems, missing)
     config = _tables_in_file(data, channels)
     if config is None:  # something is wrong (or unusual): the whole config says what
         try:
             config = Config.model_validate(data).model_copy(update={"channels": channels})
         except ValidationError as exc:
-            raise ConfigError(f"{source}: {describe_validation_error(exc, Config)}") from None
-    for where, spec in _provider_specs(config):
-        if spec.missing_key():
-            raise ConfigError(
-                f"{source}: {where}.api_key: a key is required for kind '{spec.kind}' "
-                f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
-            )
+            told = {m.key for m in missing}  # a value left as "${NAME}" is no mistake itself
+            found = describe_validation_errors(exc, Config, skip=told)
+            # Nothing else: some values cannot be checked without their variables.
+            problems += found or [m.problem() for m in missing if m.problem() not in problems]
+    if config is not None:
+        problems += _consistency_problems(config)
+    if unset is not None:
+        unset.extend(missing)
+    if problems:
+        raise ConfigError("\n".join(f"{source}: {problem}" for problem in problems))
+    assert config is not None  # no problems means it validated
+    return config
+
+
+def _consistency_problems(config: Config) -> list[str]:
+    """What is wrong between keys that are each valid on their own."""
+    problems = [
+        f"{where}.api_key: a key is required for kind '{spec.kind}' "
+        f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
+        for where, spec in _provider_specs(config)
+        if spec.missing_key()
+    ]
     if "web" in config.enabled_channels() and (config.web.address is None or not config.web.panel):
-        raise ConfigError(
-            f"{source}: channels.web: the web chat is a page of the web panel, which is off "
+        problems.append(
+            "channels.web: the web chat is a page of the web panel, which is off "
             '([web] listen = "off" or panel = false); turn the panel on, or remove '
             "[channels.web] (or set enabled = false there)"
         )
-    return config
+    return problems
 
 
 def _tables_in_file(data: dict[str, Any], channels: dict[str, BaseModel]) -> Config | None:
     """The config as ``Config.model_validate`` makes it, validating only the tables the
     file has: the others are their defaults (``made_default``), so their validators
     are never built. None when a table fails, a key is unknown or missing, or the file
-    has ``[agents]``: the whole config is validated then, and its error is the one shown.
+    has ``[agents]``: the whole config is validated then, and its errors are the ones shown.
     """
     fields = Config.model_fields
     if not data.keys() <= fields.keys() or "agents" in data:
@@ -306,55 +336,33 @@ def _tables_in_file(data: dict[str, Any], channels: dict[str, BaseModel]) -> Con
     return Config.model_construct(_fields_set={*data, "channels"}, **values)
 
 
-def _parse_channels(raw: object, source: str) -> dict[str, BaseModel]:
-    """Validate each ``[channels.NAME]`` table with the model its adapter registers."""
+def _parse_channels(
+    raw: object, problems: list[str], missing: list[UnsetVariable]
+) -> dict[str, BaseModel]:
+    """Validate each ``[channels.NAME]`` table with the model its adapter registers; what
+    is wrong goes to ``problems`` (a value still waiting for its variable is not wrong)."""
     from bot.core.channel_registry import CHANNELS, settings_model
 
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: channels: expected a table of channel tables")
+        problems.append("channels: expected a table of channel tables")
+        return {}
     parsed: dict[str, BaseModel] = {}
     for name, table in raw.items():
         if name not in CHANNELS:
-            known = ", ".join(CHANNELS)
-            raise ConfigError(f"{source}: channels.{name}: unknown channel (known: {known})")
+            problems.append(f"channels.{name}: unknown channel (known: {', '.join(CHANNELS)})")
+            continue
         model = settings_model(name)
         if not isinstance(table, dict):
-            raise ConfigError(f"{source}: channels.{name}: expected a table")
+            problems.append(f"channels.{name}: expected a table")
+            continue
         try:
             parsed[name] = model.model_validate(table)
         except ValidationError as exc:
-            detail = describe_validation_error(exc, model, prefix=f"channels.{name}")
-            raise ConfigError(f"{source}: {detail}") from None
+            told = {m.key for m in missing}
+            found = describe_validation_errors(exc, model, f"channels.{name}", told)
+            waiting = [m.problem() for m in missing if m.key.startswith(f"channels.{name}.")]
+            problems += found or [line for line in waiting if line not in problems]
     return parsed
-
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def interpolate(value: Any, env: dict[str, str], source: str, path: str = "") -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string, naming the key on failure."""
-    if isinstance(value, dict):
-        return {
-            k: interpolate(v, env, source, f"{path}.{k}" if path else k) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [interpolate(v, env, source, f"{path}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-
-    def replace(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        found = env.get(name)
-        if found:
-            return found
-        if default is not None:
-            return default
-        raise ConfigError(
-            f"{source}: {path}: environment variable {name} is not set "
-            f"(the config refers to ${{{name}}})"
-        )
-
-    return _ENV_REF.sub(replace, value)
 
 
 def resolve_timezone(name: str | None) -> ZoneInfo:

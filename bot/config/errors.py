@@ -1,4 +1,5 @@
-"""Turn a pydantic ``ValidationError`` on the config into one line a person can act on."""
+"""Turn a pydantic ``ValidationError`` on the config into lines a person can act on:
+one per problem, each naming its key."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import re
 import types
 import typing
+from collections.abc import Collection
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -36,20 +38,34 @@ _EXPECTED = {
 }
 
 
-def describe_validation_error(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> str:
-    """The first problem as ``key.path: what is wrong``, noting how many more there are.
+def describe_validation_errors(
+    exc: ValidationError,
+    root: type[BaseModel],
+    prefix: str = "",
+    skip: Collection[str] = (),
+) -> list[str]:
+    """Each problem as ``key.path: what is wrong``, one line each.
 
-    Unknown keys are reported first: a typo is usually why a required key is missing.
-    ``prefix`` is the path of ``root`` inside the file, e.g. ``channels.telegram``.
+    Unknown keys come first: a typo is usually why a required key is missing.
+    ``prefix`` is the path of ``root`` inside the file, e.g. ``channels.telegram``;
+    problems at a key in ``skip`` are left out (they are told another way).
     """
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    first = errors[0]
-    path = ".".join(p for p in (prefix, key_path(first["loc"]) if first["loc"] else "") if p)
-    line = f"{path or '(top level)'}: {_explain(first, root)}"
-    if len(errors) > 1:
-        more = len(errors) - 1
-        line += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return line
+    # A key missing because it was misspelt is told by the typo's line ("did you mean").
+    meant = {
+        (*e["loc"][:-1], hint)
+        for e in errors
+        if e["type"] == "extra_forbidden" and (hint := _suggestion(e, root))
+    }
+    lines = []
+    for error in errors:
+        path = ".".join(p for p in (prefix, key_path(error["loc"]) if error["loc"] else "") if p)
+        if path in skip or (error["type"] == "missing" and error["loc"] in meant):
+            continue
+        line = f"{path or '(top level)'}: {_explain(error, root)}"
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 def key_path(loc: tuple[int | str, ...]) -> str:
@@ -69,11 +85,10 @@ def _explain(error: ErrorDetails, root: type[BaseModel]) -> str:
     kind = error["type"]
     value = error.get("input")
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(root, error["loc"][:-1])
-        name = str(error["loc"][-1])
-        hint = difflib.get_close_matches(name, allowed, n=1)
+        hint = _suggestion(error, root)
         if hint:
-            return f"unknown key; did you mean '{hint[0]}'?"
+            return f"unknown key; did you mean '{hint}'?"
+        allowed = _allowed_keys(root, error["loc"][:-1])
         return "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
     if kind == "missing":
         parent = _allowed_model(root, error["loc"][:-1])
@@ -89,6 +104,13 @@ def _explain(error: ErrorDetails, root: type[BaseModel]) -> str:
     if kind == "value_error":
         return str(error.get("ctx", {}).get("error", error["msg"]))
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
+
+
+def _suggestion(error: ErrorDetails, root: type[BaseModel]) -> str | None:
+    """The allowed key an unknown one is probably a typo of."""
+    allowed = _allowed_keys(root, error["loc"][:-1])
+    hint = difflib.get_close_matches(str(error["loc"][-1]), allowed, n=1)
+    return hint[0] if hint else None
 
 
 def _show(value: Any) -> str:

@@ -1,5 +1,6 @@
 """Chat commands every channel understands: /new, /stop, /status, /help (and the typed
-/approve and /link).
+/approve and /link). A channel may understand more of its own (the terminal's /quit),
+which its ``own_commands`` lists for /help.
 
 Adapters register ``CHAT_COMMANDS`` natively where the platform has commands
 (Telegram's command list, Discord application commands, a Slack slash command)
@@ -32,12 +33,17 @@ _COMMAND = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@[A-Za-z0-9_]+)?")
 UNKNOWN = "?"
 """The name ``parse_command`` gives a command it does not know (no command is named so)."""
 
-HELP = (
-    "Commands:\n"
-    + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
-    + "\n/approve ID once|person|always|deny - decide on an approval request by typing"
-    + "\n/link CODE - link this account to you (the code comes from `pinclaw people link`)"
-)
+
+def help_text(own: tuple[CommandInfo, ...] = ()) -> str:
+    """The answer to /help: every channel's commands, then ``own``, those only the
+    channel asked understands (the terminal's /quit)."""
+    return (
+        "Commands:\n"
+        + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
+        + "\n/approve ID once|person|always|deny - decide on an approval request by typing"
+        + "\n/link CODE - link this account to you (the code comes from `pinclaw people link`)"
+        + "".join(f"\n/{c.name} - {c.description}" for c in own)
+    )
 
 
 def parse_command(text: str) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -137,14 +138,25 @@ class SessionStore:
         return self._notices.pop(key, [])
 
 
-async def new_login_token(db: Database, *, end_sessions: bool) -> tuple[str, int]:
-    """A new login token, and how many sessions were ended (``pinclaw web token``)."""
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    """What ``pinclaw web token`` made: the token, whether it replaced one, sessions ended."""
+
+    token: str
+    replaced: bool
+    ended: int
+
+
+async def new_login_token(db: Database, *, end_sessions: bool) -> NewToken:
+    """A new login token, whether there was one before, and how many sessions were ended."""
     kv = KeyValueStore(db)
     await kv.setup()
     sessions = SessionStore(db, 1.0)
     await sessions.setup()
-    token = await LoginTokens(kv).issue()
-    return token, await sessions.end_all() if end_sessions else 0
+    tokens = LoginTokens(kv)
+    replaced = await tokens.exists()
+    token = await tokens.issue()
+    return NewToken(token, replaced, await sessions.end_all() if end_sessions else 0)
 
 
 class PanelAuth:

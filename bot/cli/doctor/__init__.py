@@ -1,19 +1,20 @@
 """``pinclaw doctor``: is everything in place for PinClaw to work? One line per check.
 
-It checks the config, the data folder and the database (SQLite's integrity
-check), each model provider (one tiny request, timed), each enabled chat
-channel's credentials (without starting the channel), the shell sandbox, the
-systemd service, the clock and time zone, free disk space, and whether a daemon
-answers at ``[web] listen``. Each line starts with ✓ (passed), ✗ (failed), !
-(works, but worth fixing) or – (for information), and ends with the fix after
-"—"; where the terminal cannot show those, OK / FAIL / WARN / -- instead. The
-exit code is 1 when any check failed, else 0; with a config that cannot be
-used, only the checks that need none run (service, clock). ``--json`` prints
-the same findings for scripts.
+It names the installed version, and checks the config, the data folder and
+the database (SQLite's integrity check), each model provider (one tiny
+request, timed), each enabled chat channel's credentials (without starting
+the channel), the GPIO pin library and chip (when pins are configured), the
+shell sandbox, the systemd service, the clock and time zone, free disk space,
+and whether a daemon answers at ``[web] listen``. Each line starts with ✓
+(passed), ✗ (failed), ! (works, but worth fixing) or – (for information), and
+ends with the fix after "—"; where the terminal cannot show those, OK / FAIL /
+WARN / -- instead. The exit code is 1 when any check failed, else 0; with a
+config that cannot be used, only the checks that need none run (version,
+service, clock). ``--json`` prints the same findings for scripts.
 
 The checks live in ``files`` (config, data folder, database, disk), ``remote``
-(providers, channels, the daemon's endpoint) and ``host`` (sandbox, service,
-clock); ``findings`` runs them concurrently, each within its time limit. Only
+(providers, channels, the daemon's endpoint), ``host`` (sandbox, service,
+clock) and ``gpio``; ``findings`` runs them concurrently, each within its time limit. Only
 the standard library is imported here: the parser is built for every command.
 """
 
@@ -88,10 +89,12 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
 
     from bot.cli.doctor import files, host, remote
     from bot.cli.doctor.findings import Probe, in_thread
+    from bot.cli.doctor.gpio import gpio
     from bot.cli.mcp import doctor_probe as mcp_probe
 
     config = loaded.config
     probes = [
+        Probe("version", _version),
         Probe("data_dir", lambda: in_thread(partial(files.data_folder, loaded))),
         Probe(
             "database",
@@ -119,6 +122,8 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
         Probe(f"mcp {server.name}", partial(mcp_probe, loaded, server), 30 + MARGIN_S)
         for server in config.mcp.servers
     ]
+    if config.hardware.gpio and config.hardware.pin_factory != "mock":
+        probes.append(Probe("gpio", lambda: in_thread(partial(gpio, config.hardware))))
     return [
         *probes,
         Probe("sandbox", partial(host.sandbox, loaded), SANDBOX_TIMEOUT_S),
@@ -137,9 +142,26 @@ def _host_probes() -> list[Probe]:
     from bot.cli.doctor.findings import Probe
 
     return [
+        Probe("version", _version),
         Probe("service", partial(host.service, None)),
         Probe("clock", partial(host.clock, None)),
     ]
+
+
+async def _version() -> Finding:
+    """Which PinClaw is installed, on which Python and SQLite."""
+    import platform
+    import sqlite3
+
+    from bot.cli.doctor.findings import Finding
+    from bot.core.version import pinclaw_version
+
+    return Finding(
+        "version",
+        "info",
+        f"version: PinClaw {pinclaw_version()} (Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version})",
+    )
 
 
 async def _no_channels() -> Finding:
@@ -160,6 +182,12 @@ def _marks(stream: TextIO) -> tuple[dict[str, str], str]:
             stream.reconfigure(errors="replace")  # a path or a bot's name may not fit either
         return PLAIN_MARKS, " - "
     return MARKS, " — "
+
+
+def report_line(finding: Finding, stream: TextIO) -> str:
+    """``finding`` as doctor prints it on ``stream``: mark, text, and the fix after a dash."""
+    marks, dash = _marks(stream)
+    return _line(finding, marks, dash)
 
 
 def _line(finding: Finding, marks: dict[str, str], dash: str) -> str:

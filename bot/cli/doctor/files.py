@@ -26,7 +26,8 @@ def load(explicit: str | None) -> tuple[LoadedConfig | None, Finding]:
     except ConfigError as exc:
         text = str(exc)
         fix = "" if "pinclaw onboard" in text else f"correct it in the file; {EXAMPLE_HINT}"
-        return None, Finding("config", "fail", f"config: {text}", fix)
+        # One problem a line; the ones after the first indented under it.
+        return None, Finding("config", "fail", "config: " + text.replace("\n", "\n    "), fix)
     path = loaded.path
     try:
         mode = stat.S_IMODE(path.stat().st_mode)

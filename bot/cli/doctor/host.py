@@ -11,10 +11,14 @@ import asyncio
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.cli.doctor.findings import Finding, in_thread
 from bot.config import LoadedConfig
+
+if TYPE_CHECKING:
+    from bot.cli.service_units import Target
 
 MIN_YEAR = 2024  # a clock before this was never set (a Pi has no battery clock)
 COMMAND_TIMEOUT_S = 5.0
@@ -70,13 +74,13 @@ async def sandbox(loaded: LoadedConfig) -> Finding:
     )
 
 
-async def service(config_path: Path | None) -> Finding:
-    """Whether the systemd unit is installed and enabled (not installed is fine)."""
-    from bot.cli.service import installed_target
-    from bot.cli.service_units import ENABLED, UNIT
+async def service(config_path: Path | None, target: Target | None = None) -> Finding:
+    """Whether the systemd unit (``target``'s, else the one installed) is installed and
+    enabled, and not failed; not installed is fine. ``pinclaw service status`` says the same."""
+    from bot.cli.service_units import ENABLED, UNIT, installed_target
 
-    target = installed_target()
-    if target is None:
+    target = target or installed_target()
+    if target is None or not target.unit_path.exists():
         return Finding(
             "service",
             "info",
@@ -105,10 +109,10 @@ async def service(config_path: Path | None) -> Finding:
             f"check that one: pinclaw doctor --config {used}",
         )
     active = await _ask(target.systemctl("is-active", UNIT))
-    if active == "failed":
+    if active == "failed":  # systemd gave up restarting it: PinClaw is not running
         journal = "journalctl --user" if target.user_scope else "journalctl"
         return Finding(
-            "service", "warn", f"{where}, enabled, but it failed", f"{journal} -u pinclaw -e"
+            "service", "fail", f"{where}, enabled, but it failed", f"{journal} -u pinclaw -e"
         )
     state = {"active": ", running", "inactive": ", stopped", "activating": ", starting"}
     return Finding("service", "ok", f"{where}, enabled{state.get(active, '')}")
