@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -111,8 +111,16 @@ poll_timeout_s = 1
 class DaemonProcess:
     """``pinclaw run`` as a subprocess; its stderr log lines are collected as they come."""
 
-    def __init__(self, home: Path, config_toml: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        config_toml: str,
+        env: dict[str, str] | None = None,
+        *,
+        wrap: Sequence[str] = (),
+    ) -> None:
         self.home = home
+        self._wrap = tuple(wrap)  # a command that runs ``pinclaw run`` (e.g. in a namespace)
         config = home / ".pinclaw" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(config_toml)
@@ -130,7 +138,7 @@ class DaemonProcess:
         """Start ``pinclaw run`` (logging at info level)."""
         assert PINCLAW.exists(), "the pinclaw console script is not installed here"
         self.proc = subprocess.Popen(
-            [str(PINCLAW), "run", "--log-level", "info"],
+            [*self._wrap, str(PINCLAW), "run", "--log-level", "info"],
             env=self._env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -1,7 +1,7 @@
 """``pinclaw status``: ask the running daemon how it is, through its local endpoint.
 
 Exit codes: 0 running and healthy, 1 running but something is down (a channel
-past its grace time, the scheduler, the database) or the endpoint refused us,
+past its grace time, the scheduler, the database, a full data folder) or the endpoint refused us,
 3 no daemon answers. ``--json`` prints the daemon's own report unchanged.
 """
 
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core.durations import format_duration
+from bot.core.version import pinclaw_version
 from bot.daemon.run_lock import LOCK_FILE
 from bot.security.shell_state import INSTALL_HINT, ShellState
 
@@ -81,10 +82,13 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
     """The report as lines for a person."""
     now = time.time() if now is None else now
     zone = _zone(report.get("timezone"))
+    running = str(report.get("version", "?"))
     lines = [
-        f"PinClaw {report.get('version', '?')} running for "
+        f"PinClaw {running} running for "
         f"{format_duration(float(report.get('uptime_s', 0)))} (pid {report.get('pid', '?')})",
     ]
+    if running != (installed := pinclaw_version()):
+        lines.append(f"Installed: PinClaw {installed}; restart the daemon to run it")
     if model := report.get("model"):
         lines.append(f"Model: {model}")
     channels: dict[str, dict[str, Any]] = report.get("channels", {})
@@ -108,6 +112,11 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
     database = report.get("database", {})
     if not database.get("ok", True):
         lines.append(f"Database: failing ({database.get('detail', '')})")
+    storage = report.get("storage", {})
+    if not storage.get("ok", True):
+        since = storage.get("since")
+        when = f" since {_when(float(since), zone, now)}" if since else ""
+        lines.append(f"Storage: {storage.get('detail', 'data folder full')}{when}")
     for key, label in (
         ("approvals_pending", "Approvals pending"),
         ("inbox_depth", "Messages waiting for an answer"),

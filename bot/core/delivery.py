@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from bot.core.channel import DeliveryError
+from bot.core.error_text import short_text
 
 # The splitter must read fences and markup exactly as the renderer does.
 from bot.core.markdown import BULLET, FENCE_OPEN, HEADING, INLINE, closes_fence
@@ -278,5 +279,5 @@ async def send_with_retries(
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = short_text(str(exc))  # an error page as its status line, not the whole page
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -112,6 +112,22 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.storage_full: Counter = Counter(
+            "pinclaw_storage_full",
+            "Times the data folder was found full (writes refused for lack of space).",
+            registry=registry,
+        )
+        self.storage_refused: Counter = Counter(
+            "pinclaw_storage_refused_writes",
+            "Writes to the data folder refused for lack of space.",
+            registry=registry,
+        )
+        self.storage_writable: Gauge = Gauge(
+            "pinclaw_storage_writable",
+            "1 while writes to the data folder work, 0 while it is full.",
+            registry=registry,
+        )
+        self.storage_writable.set(1)
         self.started: Gauge = Gauge(
             "pinclaw_start_time_seconds",
             "When the daemon started, in seconds since the epoch.",
@@ -199,3 +215,18 @@ def count_cron_run(outcome: str) -> None:
     """Count one run of a scheduled job or heartbeat."""
     if (metrics := _slot.metrics) is not None:
         metrics.cron_runs.labels(outcome).inc()
+
+
+def count_storage_refused(*, first: bool) -> None:
+    """Count one write refused for lack of space (``first``: it began a full episode)."""
+    if (metrics := _slot.metrics) is not None:
+        metrics.storage_refused.inc()
+        if first:
+            metrics.storage_full.inc()
+            metrics.storage_writable.set(0)
+
+
+def storage_writable() -> None:
+    """Writes to the data folder work again."""
+    if (metrics := _slot.metrics) is not None:
+        metrics.storage_writable.set(1)

@@ -1,7 +1,8 @@
 """What the daemon reports about itself: ``/healthz`` and the fuller ``/status``.
 
 ``health`` is cheap (no query but a ``SELECT 1``) and says whether each channel,
-the scheduler and the database are fine. A channel counts as unhealthy only
+the scheduler, the database and the data folder are fine (a folder too full to
+write to makes the daemon unhealthy until writes work again). A channel counts as unhealthy only
 once it has been down for longer than ``[web] health_grace_s``: a reconnect
 after a network blip is normal and must not page anyone. ``status`` adds what
 ``pinclaw status`` prints: the next jobs, pending approvals, memory count,
@@ -18,13 +19,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot import __version__
 from bot.core.channel import Channel, ChannelStatus
+from bot.core.version import pinclaw_version
 from bot.store.owner_inbox import OwnerInbox
 
 if TYPE_CHECKING:
     from bot.daemon.app import App
     from bot.daemon.cron import Scheduling
+    from bot.daemon.storage import StorageWatch
     from bot.security.shell_state import ShellState
     from bot.store.inbound import InboundStore
 
@@ -60,7 +62,9 @@ class Reporter:
         scheduling: Scheduling | None,
         grace_s: float,
         clock: Callable[[], float] = time.time,
+        storage: StorageWatch | None = None,
     ) -> None:
+        self._storage = storage
         self._app = app
         self.channels = channels
         self._inbound = inbound
@@ -85,20 +89,23 @@ class Reporter:
         running = scheduling is not None and scheduling.scheduler.running
         scheduler = {"running": running}
         database = await self._database()
+        storage = self._storage_report()
         ok = (
             all(c["healthy"] for c in channels.values())
             and (scheduling is None or running)
             and database["ok"]
+            and storage["ok"]
         )
         return {
             "ok": ok,
-            "version": __version__,
+            "version": pinclaw_version(),
             "pid": os.getpid(),
             "started_at": self.started,
             "uptime_s": round(now - self.started, 1),
             "channels": channels,
             "scheduler": scheduler,
             "database": database,
+            "storage": storage,
         }
 
     async def status(self) -> dict[str, Any]:
@@ -138,6 +145,13 @@ class Reporter:
             return await OwnerInbox(self._app.db).count_unread()
         except sqlite3.OperationalError:  # no table yet: nothing was ever put there
             return 0
+
+    def _storage_report(self) -> dict[str, Any]:
+        """Whether writes to the data folder work; while it is full, why and since when."""
+        full = self._storage.condition if self._storage is not None else None
+        if full is None:
+            return {"ok": True, "detail": "", "since": None}
+        return {"ok": False, "detail": self._clean(full.sentence()), "since": full.since}
 
     async def _database(self) -> dict[str, Any]:
         try:

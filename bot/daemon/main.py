@@ -14,14 +14,12 @@ Tests drive the same ``Daemon`` the command runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from bot import __version__
 from bot.approvals.approvers import Approvers
 from bot.approvals.service import ApprovalService
 from bot.config import LoadedConfig
@@ -32,6 +30,7 @@ from bot.core.channel_registry import adapter_class
 from bot.core.chat_commands import CHAT_COMMANDS
 from bot.core.errors import ConfigError
 from bot.core.tls import shared_ssl_context
+from bot.core.version import pinclaw_version
 from bot.daemon import systemd
 from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
@@ -41,6 +40,8 @@ from bot.daemon.files_out import file_outlet
 from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
 from bot.daemon.router import Router
+from bot.daemon.stopping import CHANNELS_S, CLOSE_S, cancel_within, within
+from bot.daemon.storage import StorageWatch, storage_watch
 from bot.daemon.supervisor import supervise
 from bot.daemon.web import WebEndpoint
 from bot.panel.context import PanelDeps
@@ -66,7 +67,9 @@ class Daemon:
         grace_s: float,
         approvals: ApprovalService | None = None,
         scheduling: Scheduling | None = None,
+        storage: StorageWatch | None = None,
     ) -> None:
+        self.storage = storage
         self.approvals = approvals
         self.scheduling = scheduling
         self.app = app
@@ -76,6 +79,7 @@ class Daemon:
         self.pairing = pairing
         self._grace_s = grace_s
         self._tasks: list[asyncio.Task[None]] = []
+        self._replay: asyncio.Task[None] | None = None
         self._stopped = False
         web = app.loaded.config.web
         self.reporter = Reporter(
@@ -84,6 +88,7 @@ class Daemon:
             inbound=inbound,
             scheduling=scheduling,
             grace_s=web.health_grace_s,
+            storage=storage,
         )
         self.web = WebEndpoint(web, self.reporter, self._panel_deps())
         if web.address is not None:
@@ -136,6 +141,7 @@ class Daemon:
             app.agent.send_files_with(file_outlet(channels))
             approvers = Approvers(settings, pairing, people=app.people)
             approvals = await approval_service(app, loaded, channels, approvers, inbound)
+            storage = await storage_watch(loaded.data_dir, app.db, state, channels, approvers)
             router = Router(
                 agent=app.agent,
                 channels=channels,
@@ -147,6 +153,7 @@ class Daemon:
                 approvals=approvals,
                 linking=Linking(app.people, pairing, app.memory),
                 media=app.media,
+                storage=storage,
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
             daemon = cls(
@@ -158,6 +165,7 @@ class Daemon:
                 grace_s=loaded.config.daemon.shutdown_grace_s,
                 approvals=approvals,
                 scheduling=timers,
+                storage=storage,
             )
             try:
                 yield daemon
@@ -166,39 +174,63 @@ class Daemon:
 
     async def start(self) -> None:
         """Run every channel under supervision and answer what was left pending."""
-        if self._tasks:
+        if self._replay is not None:
             return
         self._tasks = [
             asyncio.create_task(supervise(channel, self.router), name=f"channel {name}")
             for name, channel in self.channels.items()
         ]
-        self._tasks.append(asyncio.create_task(self.router.replay(), name="replay"))
+        self._replay = asyncio.create_task(self.router.replay(), name="replay")
         if self.scheduling is not None:
             await self.scheduling.start()
         await self.web.start()
         parts = ", ".join(self.channels) or "no chat channels"
-        log.info("PinClaw %s running with %s", __version__, parts)
+        log.info("PinClaw %s running with %s", pinclaw_version(), parts)
 
     async def stop(self) -> None:
-        """Finish or interrupt running turns, then stop the channels; idempotent."""
+        """Finish or interrupt running turns, then close the rest side by side; idempotent.
+
+        The turns get ``shutdown_grace_s`` while the scheduler stops beside them; the
+        channels stay up meanwhile, to deliver the replies and take approval taps. Then
+        the approval records, the channels, the HTTP endpoint and the MCP servers close
+        within ``CLOSE_S``: the whole stop takes at most the grace period plus 2 s.
+        """
         if self._stopped:
             return
         self._stopped = True
-        if self._tasks:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if self._replay is not None:  # started
             log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
-        shutdowns = [self.router.shutdown(self._grace_s)]
+            self._replay.cancel()  # messages not queued yet are answered after the next start
+        turns = [self.router.shutdown(self._grace_s)]
         if self.scheduling is not None:
-            shutdowns.append(self.scheduling.stop(self._grace_s))
-        await asyncio.gather(*shutdowns)
+            turns.append(self.scheduling.stop(self._grace_s))
+        await asyncio.gather(*turns)
+        close_by = min(loop.time(), started + self._grace_s) + CLOSE_S
         if self.approvals is not None:
             # Let decided requests finish turning into records before the channels go.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(5):
-                    await self.approvals.drain()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.web.stop()
+            seconds = close_by - CHANNELS_S - loop.time()
+            await within(seconds, self.approvals.drain(), "approval records")
+        await asyncio.gather(self._close_channels(close_by), self._close_services(close_by))
+
+    async def _close_channels(self, close_by: float) -> None:
+        tasks: list[asyncio.Task[Any]] = [*self._tasks]
+        if self._replay is not None:
+            tasks.append(self._replay)
+        left = await cancel_within(tasks, close_by - asyncio.get_running_loop().time())
+        if left:
+            log.warning("stopping: %s did not close in time; left behind", ", ".join(left))
+
+    async def _close_services(self, close_by: float) -> None:
+        """The HTTP endpoint and the MCP servers (their processes), side by side."""
+        parts = [self.web.stop()]
+        if self.storage is not None:
+            parts.append(self.storage.stop())  # the probe of a full data folder
+        if self.app.mcp is not None:
+            parts.append(self.app.mcp.stop())  # idempotent: the core's own close skips it
+        seconds = close_by - asyncio.get_running_loop().time()
+        await within(seconds, asyncio.gather(*parts), "the web endpoint and MCP servers")
 
 
 def _load_adapter(name: str, loaded: LoadedConfig) -> Any:

@@ -34,7 +34,7 @@ from bot.core.channel import (
     ShuttingDown,
     StreamingChannel,
 )
-from bot.core.chat_commands import HELP, UNKNOWN, parse_command
+from bot.core.chat_commands import UNKNOWN, help_text, parse_command
 from bot.core.conversation import ImagePart
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
@@ -42,11 +42,18 @@ from bot.daemon.access import AccessControl
 from bot.daemon.linking import Linking
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.daemon.status import describe_status
+from bot.daemon.stopping import CANCEL_WAIT_S
+from bot.daemon.storage import StorageWatch, full_reason
 from bot.media.prepare import MediaIntake, TurnInput
-from bot.store.inbound import InboundStore
+from bot.store.inbound import InboundStatus, InboundStore
 from bot.store.pairing import PairingStore
 
 log = logging.getLogger(__name__)
+
+# The answer to a message a channel could not read (it is stored as failed).
+UNREADABLE = (
+    "Sorry, I could not read your last message; please send it again, perhaps in other words."
+)
 
 
 class Router:
@@ -65,7 +72,9 @@ class Router:
         approvals: ApprovalService | None = None,
         linking: Linking | None = None,
         media: MediaIntake | None = None,
+        storage: StorageWatch | None = None,
     ) -> None:
+        self._storage = storage  # without it, a full disk fails like any other error
         self._media = media  # without it, attachments are only named to the model
         self._linking = linking
         self._approvals = approvals
@@ -132,7 +141,7 @@ class Router:
             )
             self._spawn(self._reply(message, note))
             return True
-        row = await self._inbound.record(message)
+        row = await self._record(message)
         if row is None:
             log.info(
                 "ignored a second delivery of message %s on %s", message.message_id, message.channel
@@ -140,6 +149,35 @@ class Router:
             return False
         self._dispatch(Job(row, message))
         return True
+
+    async def _record(self, message: InboundMessage) -> int | None:
+        """Store ``message``; while the data folder is full, wait for space and try again
+        (the channel stays up, and the platform keeps the message until it is stored)."""
+        if self._storage is None:
+            return await self._inbound.record(message)
+        waiting = f"message {message.message_id} on {message.channel} waits for space to be stored"
+        row = await self._storage.persist(lambda: self._inbound.record(message), waiting)
+        if self._closing:
+            raise ShuttingDown("PinClaw is stopping")
+        return row
+
+    async def unreadable(self, message: InboundMessage, reason: str) -> None:
+        """Store a message that could not be read as failed; tell its chat when the sender
+        is known and would be answered (a stranger, or a group message that may not have
+        been for the bot, is not)."""
+        if self._closing:
+            raise ShuttingDown("PinClaw is stopping")
+        message = cleaned(message)
+        row = await self._record(message)
+        if row is None:
+            log.info("ignored a second delivery of unreadable message %s", message.message_id)
+            return
+        await self._mark(row, "failed", f"could not be read: {reason}")
+        if message.channel not in self._channels or not (message.chat_id and message.sender_id):
+            return
+        decision = await self._access.decide(message) if self._access is not None else None
+        if decision is None or decision.action == "accept":
+            self._spawn(self._reply(message, UNREADABLE))
 
     async def run_scheduled(
         self, message: InboundMessage, *, history: SessionKey | None, origin: str, context: str
@@ -204,9 +242,16 @@ class Router:
     async def shutdown(self, grace_s: float) -> None:
         """Refuse new messages; let running turns finish within ``grace_s``, then interrupt them."""
         self._closing = True
-        await self._runner.shutdown(grace_s)
+        await asyncio.gather(self._runner.shutdown(grace_s), self._finish_tasks(grace_s))
+
+    async def _finish_tasks(self, grace_s: float) -> None:
+        """Short replies in progress (notes, pairing codes) get the same grace as turns."""
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=max(grace_s, 1.0))
+            _, late = await asyncio.wait(list(self._tasks), timeout=grace_s)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=CANCEL_WAIT_S)
 
     def _dispatch(self, job: Job) -> None:
         command = parse_command(job.message.text)
@@ -239,10 +284,14 @@ class Router:
                 waiting=self._runner.waiting(message.session),
             )
         elif name == UNKNOWN:
-            text = f"That is not one of my commands.\n\n{HELP}"
+            text = f"That is not one of my commands.\n\n{self._help(message.channel)}"
         else:
-            text = HELP
+            text = self._help(message.channel)
         await self._finish([job], self._channels[message.channel], text)
+
+    def _help(self, channel: str) -> str:
+        """The command list, with the commands only ``channel`` understands (``own_commands``)."""
+        return help_text(getattr(self._channels[channel], "own_commands", ()))
 
     async def _approve(self, message: InboundMessage, args: str) -> str:
         words = args.split()
@@ -262,6 +311,20 @@ class Router:
         if jobs[0].scheduled is not None:
             await self._scheduled_turn(jobs[0].message, jobs[0].scheduled)
             return
+        while True:
+            try:
+                await self._chat_turn(jobs)
+                return
+            except Exception as exc:
+                if self._storage is None or not self._storage.failed(exc):
+                    raise
+            # Nothing was delivered: answer again once writes work, as after a restart
+            # (what the failed attempt left in the history is dropped first).
+            log.warning("a turn in %s waits: the data folder is full", jobs[-1].message.session)
+            await self._storage.writable()
+            jobs = [dataclasses.replace(job, replayed=True) for job in jobs]
+
+    async def _chat_turn(self, jobs: list[Job]) -> None:
         message = jobs[-1].message
         channel = self._channels[message.channel]
         sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
@@ -295,6 +358,8 @@ class Router:
             outcome.cancel()
             raise
         except Exception as exc:
+            if self._storage is not None:
+                self._storage.failed(exc)  # counted and told; the scheduler records the run
             if not outcome.done():
                 outcome.set_exception(exc)
             return
@@ -330,6 +395,8 @@ class Router:
             log.warning("turn in %s failed: %s", message.session, exc)
             return f"Sorry, I could not answer: {exc}"
         except Exception as exc:
+            if self._storage is not None and full_reason(exc) is not None:
+                raise  # not a bug: the turn is tried again once there is space
             return bug_message(log_bug(log, f"turn in {message.session} crashed", exc))
         return result.text or "(the model sent an empty reply)"
 
@@ -340,6 +407,7 @@ class Router:
         shown) and record the outcome of all jobs."""
         message = jobs[-1].message
         reply = OutboundMessage.reply(message, text)
+        status: InboundStatus
         try:
             await (sink.finish(reply) if sink is not None else channel.send(reply))
         except DeliveryError as exc:
@@ -348,7 +416,15 @@ class Router:
         else:
             status, note = "answered", ""
         for job in jobs:
-            await self._inbound.mark(job.row_id, status, note)  # type: ignore[arg-type]
+            await self._mark(job.row_id, status, note)
+
+    async def _mark(self, row_id: int, status: InboundStatus, note: str = "") -> None:
+        """Record a message's outcome; while the data folder is full, wait for space (the
+        reply went out already: answering again would answer twice)."""
+        if self._storage is None:
+            await self._inbound.mark(row_id, status, note)
+        else:
+            await self._storage.persist(lambda: self._inbound.mark(row_id, status, note))
 
     async def _reply(self, message: InboundMessage, text: str) -> None:
         """A short answer that is not a turn (nothing stored, nothing for the model)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.core.messages import InboundMessage, SessionKey
+from bot.daemon.stopping import CANCEL_WAIT_S
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,10 @@ class SessionRunner:
             task.cancel(SHUTDOWN)
         if late:
             log.warning("shutdown: %d turn(s) did not finish in %.0f s", len(late), grace_s)
-            await asyncio.gather(*late, return_exceptions=True)
+            # Their clean-up (recording the interruption) is quick; one that hangs is left.
+            _, stuck = await asyncio.wait(late, timeout=CANCEL_WAIT_S)
+            if stuck:
+                log.warning("shutdown: %d turn(s) did not end when interrupted", len(stuck))
 
     async def _work(self, key: SessionKey) -> None:
         try:

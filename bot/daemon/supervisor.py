@@ -14,6 +14,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 from bot.core.channel import Channel, Inbox
+from bot.core.error_text import short_text
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,10 @@ async def supervise(
             channel.status.state = "stopped"
             raise
         except Exception as exc:
-            text = str(exc).strip()
+            # One line (an error page becomes its status); the traceback at debug level.
+            text = short_text(str(exc))
             reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            log.debug("%s stopped", channel.name, exc_info=exc)
         channel.status.disconnected(reason)
         channel.status.restarts += 1
         if loop.time() - started >= healthy_after_s:

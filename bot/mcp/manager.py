@@ -47,9 +47,8 @@ class McpManager:
                 log.warning("MCP server %s did not start: %s", status.name, status.reason)
 
     async def stop(self) -> None:
-        """Disconnect every server, in reverse order."""
-        for connection in reversed(self._connections):
-            await connection.stop()
+        """Disconnect every server, side by side (each may take seconds to end its process)."""
+        await asyncio.gather(*(connection.stop() for connection in self._connections))
         self._started = False
 
     def statuses(self) -> list[ServerStatus]:

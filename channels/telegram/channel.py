@@ -38,7 +38,6 @@ from bot.core.channel import (
 )
 from bot.core.delivery import send_with_retries
 from bot.core.draft import Draft
-from bot.core.errors import log_bug
 from bot.core.messages import (
     Attachment,
     Button,
@@ -53,6 +52,7 @@ from channels.telegram.events import BotIdentity, normalise
 from channels.telegram.format import MAX_TEXT, measure
 from channels.telegram.polling import Poller
 from channels.telegram.presses import PressHandler
+from channels.telegram.reading import Read, read_update, unreadable_update
 from channels.telegram.send import Sender, chat_ref
 from channels.telegram.settings import TelegramSettings
 from channels.telegram.upload import send_file as upload
@@ -66,7 +66,7 @@ TYPING_AFTER_S = 1.0
 # Commands the core understands that are not in Telegram's command menu; a bare one
 # (without @botname) in a group still addresses the bot.
 TYPED_ONLY_COMMANDS = frozenset({"start", "approve", "link"})
-PRESS_DRAIN_S = 3.0  # how long a stopping channel lets button presses in flight finish
+PRESS_DRAIN_S = 1.0  # how long a stopping channel lets button presses in flight finish
 
 
 class TelegramChannel:
@@ -183,12 +183,14 @@ class TelegramChannel:
             try:
                 await self._poller.run(bot, self.status, detail)
             except ShuttingDown:
-                # The update was not stored, so it stays unconfirmed; wait to be cancelled.
+                # The update was not stored, so it stays unconfirmed; those before it are
+                # confirmed now, while the turns finish, and then no more are taken.
                 log.info("telegram: PinClaw is stopping; no more updates are taken")
+                await self._poller.confirm(bot)
                 await asyncio.Event().wait()
             finally:
                 if self.status.state == "connected":
-                    await self._poller.confirm(bot)
+                    await self._poller.confirm(bot)  # at once when nothing is left to confirm
 
     async def _serve_webhook(self, bot: Bot, detail: str) -> None:
         from channels.telegram.webhook import serve_webhook, webhook_secret
@@ -196,32 +198,39 @@ class TelegramChannel:
         secret = await webhook_secret(self._settings, self._deps.state)
 
         async def accept(body: dict[str, Any]) -> None:
-            try:
-                update = Update.de_json(body, bot)
-            except Exception as exc:  # acknowledged, or Telegram would send it forever
-                log_bug(log, "telegram: the webhook received an update PTB cannot read", exc)
-                return
-            await self._accept_update(update)
+            await self._accept_update(read_update(body, bot))
 
         def ready() -> None:
             self.status.connected(f"{detail} (webhook)")
 
         await serve_webhook(bot, self._settings, secret, accept, ready)
 
-    async def _accept_update(self, update: Update) -> None:
-        """Put a message into the inbox (raises if it cannot be stored); hand a press over."""
+    async def _accept_update(self, update: Read) -> None:
+        """Put a message into the inbox (raises if it cannot be stored); hand a press over.
+
+        An update that cannot be read is stored as failed and answered, never skipped:
+        one odd update must neither block every later one nor go unanswered.
+        """
         assert self._me is not None and self._inbox is not None
-        if update.callback_query is not None:
+        if isinstance(update, Update) and update.callback_query is not None:
             self._presses.take(update.callback_query, self._inbox)  # in the background
             return
-        try:
-            message = normalise(update, self._me)
-        except Exception as exc:
-            # One odd update must not block every later one: log it and move on.
-            log_bug(log, f"telegram: could not read update {update.update_id}", exc)
-            return
-        if message is not None:
-            await self._inbox.put(message)
+        if isinstance(update, Update):
+            try:
+                message = normalise(update, self._me)
+            except Exception as exc:
+                update = unreadable_update(update, exc)
+                log.debug("telegram: reading update %d failed", update.update_id, exc_info=exc)
+            else:
+                if message is not None:
+                    await self._inbox.put(message)
+                return
+        log.warning(
+            "telegram: could not read update %d (%s); stored as failed",
+            update.update_id,
+            update.reason,
+        )
+        await self._inbox.unreadable(update.as_inbound(), update.reason)
 
     async def _register_commands(self, bot: Bot) -> None:
         """Set the command list only when Telegram's differs (re-setting invites flood limits)."""

@@ -12,6 +12,9 @@ Both clients are opened and closed here, not through ``Bot.initialize`` /
 last user is done, so no socket outlives the channel.
 
 ``classify`` maps PTB's exceptions to ``send_with_retries``' decisions, in one place.
+An error page instead of Telegram's JSON (a 502 from a proxy, an outage) becomes the
+error Telegram would have sent, ``502 Bad Gateway``: PTB would log the whole page with
+a traceback and put it into the exception's text (``BotRequest``).
 The bot token is part of every API URL, so it is masked in the log records of
 PTB and httpx that carry URLs (at debug level, or wherever httpx logs at info).
 """
@@ -19,12 +22,15 @@ PTB and httpx that carry URLs (at debug level, or wherever httpx logs at info).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import re
 import ssl
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
+from typing import Any
 
 from telegram import Bot
 from telegram.error import (
@@ -34,6 +40,7 @@ from telegram.error import (
     InvalidToken,
     NetworkError,
     RetryAfter,
+    TelegramError,
 )
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
@@ -60,6 +67,49 @@ class _MaskToken(logging.Filter):
 _MASK = _MaskToken()
 for _name in ("telegram.Bot", "httpx"):
     logging.getLogger(_name).addFilter(_MASK)
+log = logging.getLogger(__name__)
+
+
+class BotRequest(HTTPXRequest):
+    """PTB's httpx transport, reading an answer that is not JSON without a flood in the log."""
+
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        """Make the request; an error answer that is not JSON becomes Telegram's error JSON
+        with the HTTP status as its description (``502 Bad Gateway``)."""
+        code, payload = await super().do_request(*args, **kwargs)
+        if code >= 300 and not _is_json(payload):
+            log.debug("telegram: HTTP %d with a body that is not JSON: %r", code, payload[:500])
+            error = {"ok": False, "error_code": code, "description": status_line(code)}
+            payload = json.dumps(error).encode()
+        return code, payload
+
+    @staticmethod
+    def parse_json_payload(payload: bytes) -> dict[str, Any]:
+        """Telegram's JSON; ``TelegramError`` in one line (the body only at debug level)."""
+        try:
+            data = json.loads(payload.decode("utf-8", "replace"))
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            log.debug("telegram: an answer that is not JSON: %r", payload[:500])
+            raise TelegramError("Telegram's answer is not JSON")
+        return data
+
+
+def status_line(code: int) -> str:
+    """``502 Bad Gateway``: the status and its standard phrase."""
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _is_json(payload: bytes) -> bool:
+    try:
+        json.loads(payload.decode("utf-8", "replace"))
+    except ValueError:
+        return False
+    return True
 
 
 class TelegramClient:
@@ -67,7 +117,7 @@ class TelegramClient:
 
     def __init__(self, token: str, api_base_url: str, tls: ssl.SSLContext) -> None:
         client_options = {"verify": tls}
-        self._api = HTTPXRequest(
+        self._api = BotRequest(
             connection_pool_size=API_CONNECTIONS,
             read_timeout=API_READ_TIMEOUT_S,
             write_timeout=20.0,
@@ -76,7 +126,7 @@ class TelegramClient:
             media_write_timeout=60.0,
             httpx_kwargs=client_options,
         )
-        self._poll = HTTPXRequest(
+        self._poll = BotRequest(
             connection_pool_size=1,
             read_timeout=POLL_READ_MARGIN_S,
             write_timeout=10.0,

@@ -4,14 +4,17 @@ Telegram forgets an update once a getUpdates call asks for an ``offset`` beyond
 it. So the offset advances past an update only after ``inbox.put`` has stored
 it: a crash or a stop in between means Telegram sends it again, and the core
 recognises the second delivery. The offset survives restarts of ``run`` (kept
-by the ``Poller``), so a restarted poll confirms what the last one stored.
+by the ``Poller``), so a restarted poll confirms what the last one stored. A
+stopping channel confirms only what no poll has carried yet, and waits
+``CONFIRM_S`` at most: an update left unconfirmed comes again and is recognised.
 
 Every poll runs under a watchdog: a poll that neither answers nor fails within
 its timeout plus a margin has stalled (the peers' "connected but deaf" bot);
 the channel reports it and raises, and the supervisor starts it again with a
-fresh HTTP client. Network errors are retried a few times with backoff before
-giving up the same way. The first poll of a run asks for an answer at once, so
-the channel reports itself connected only once a poll has really come back.
+fresh HTTP client. Network errors (an error page from a proxy too) are retried
+a few times with backoff, one log line each, before giving up the same way. The
+first poll of a run asks for an answer at once, so the channel reports itself
+connected only once a poll has really come back.
 """
 
 from __future__ import annotations
@@ -20,18 +23,21 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from telegram import Bot, Update
+from telegram import Bot
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.core.channel import ChannelStatus
+from bot.core.error_text import short_reason
 from bot.core.errors import PinclawError
 from channels.telegram.client import retry_after_s
 from channels.telegram.events import ALLOWED_UPDATES
+from channels.telegram.reading import Read, fetch_updates
 
 log = logging.getLogger(__name__)
 
 NETWORK_RETRIES = 3
 FIRST_RETRY_DELAY_S = 0.5
+CONFIRM_S = 1.0  # a stopping channel waits this long at most to confirm the last updates
 
 
 class PollStalled(PinclawError):
@@ -46,11 +52,12 @@ def stall_after_s(poll_timeout_s: float) -> float:
 class Poller:
     """Fetches updates and hands each to ``accept``; remembers the offset between runs."""
 
-    def __init__(self, timeout_s: int, accept: Callable[[Update], Awaitable[None]]) -> None:
+    def __init__(self, timeout_s: int, accept: Callable[[Read], Awaitable[None]]) -> None:
         self._timeout_s = timeout_s
         self._accept = accept
         self.offset: int | None = None
         self._confirmed: int | None = None  # the offset Telegram was last told
+        self._asked: int | None = None  # the offset the poll in flight carries
 
     async def run(self, bot: Bot, status: ChannelStatus, detail: str) -> None:
         """Poll until cancelled; raise when polling stalls or keeps failing."""
@@ -70,11 +77,14 @@ class Poller:
                 raise
             except NetworkError as exc:
                 failures += 1
-                status.disconnected(f"polling failed: {exc}")
                 if failures > NETWORK_RETRIES:
-                    raise
+                    raise  # the supervisor logs it, marks the channel down and starts it again
                 delay = FIRST_RETRY_DELAY_S * 2 ** (failures - 1)
-                log.warning("telegram: a poll failed (%s); polling again in %.1f s", exc, delay)
+                # One line per failure; what PTB had to say in full is at debug level.
+                log.warning(
+                    "telegram: getUpdates failed: %s; retrying in %.1f s", short_reason(exc), delay
+                )
+                log.debug("telegram: getUpdates failed", exc_info=exc)
                 await asyncio.sleep(delay)
                 continue
             failures = 0
@@ -86,21 +96,30 @@ class Poller:
                 self.offset = max(self.offset or 0, update.update_id + 1)
 
     async def confirm(self, bot: Bot) -> None:
-        """Tell Telegram about updates stored since the last poll (on a clean stop)."""
-        if self.offset is None or self.offset == self._confirmed:
+        """Tell Telegram about updates stored since the last poll was sent (when polling
+        stops), waiting ``CONFIRM_S`` at most.
+
+        Usually there is nothing to do: the long poll in flight carried the offset, and
+        Telegram counts an update confirmed once a request asks past it. An update left
+        unconfirmed comes again after the next start and is recognised as a second
+        delivery by the inbound store, so it is still answered exactly once.
+        """
+        if self.offset is None or self.offset in (self._confirmed, self._asked):
             return
         try:
-            await self._poll(bot, 0, limit=1)
-        except (TelegramError, PollStalled) as exc:
-            log.info("telegram: could not confirm the last updates (%s); they come again", exc)
+            async with asyncio.timeout(CONFIRM_S):
+                await self._poll(bot, 0, limit=1)
+        except (TelegramError, PollStalled, TimeoutError) as exc:
+            why = short_reason(exc) if str(exc) else f"no answer in {CONFIRM_S:.0f} s"
+            log.info("telegram: could not confirm the last updates (%s); they come again", why)
 
-    async def _poll(self, bot: Bot, wait_s: int, limit: int = 100) -> tuple[Update, ...]:
+    async def _poll(self, bot: Bot, wait_s: int, limit: int = 100) -> tuple[Read, ...]:
         watchdog = asyncio.timeout(stall_after_s(wait_s))
-        offset = self.offset
+        offset = self._asked = self.offset
         try:
             async with watchdog:
-                updates = await bot.get_updates(
-                    offset=offset, limit=limit, timeout=wait_s, allowed_updates=ALLOWED_UPDATES
+                updates = await fetch_updates(
+                    bot, offset=offset, limit=limit, wait_s=wait_s, allowed=ALLOWED_UPDATES
                 )
         except TimeoutError as exc:
             if not watchdog.expired():

@@ -187,6 +187,8 @@ class FakeTelegram(ThreadedServer, TelegramState):
         except ApiError as exc:
             with self.lock:
                 self._finish(call, exc.body())
+            if exc.page is not None:
+                return web.Response(text=exc.page, status=exc.code, content_type="text/html")
             return web.json_response(exc.body(), status=exc.code)
 
     def _finish(self, call: Call, answer: Json) -> None:

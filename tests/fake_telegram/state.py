@@ -180,12 +180,19 @@ class TelegramState:
         *,
         retry_after: int | None = None,
         times: int = 1,
+        page: str | None = None,
     ) -> None:
-        """Answer the next ``times`` calls of ``method`` with this error (429: RetryAfter)."""
+        """Answer the next ``times`` calls of ``method`` with this error (429: RetryAfter);
+        with ``page``, that HTML page is the answer's body instead of Telegram's JSON."""
+        error = error_for(error_code, description, retry_after)
+        error.page = page
         with self.lock:
-            self._faults.append(
-                _Fault(method.lower(), error_for(error_code, description, retry_after), times)
-            )
+            self._faults.append(_Fault(method.lower(), error, times))
+
+    def clear_faults(self) -> None:
+        """Forget the injected errors not used up yet."""
+        with self.lock:
+            self._faults.clear()
 
     def take_fault(self, method: str) -> ApiError | None:
         """The injected error for this call, if one is due (the server asks)."""

@@ -39,13 +39,17 @@ _DEFAULT_DESCRIPTIONS = {
 
 
 class ApiError(Exception):
-    """A Bot API error answer: ``{"ok": false, "error_code", "description", "parameters"?}``."""
+    """A Bot API error answer: ``{"ok": false, "error_code", "description", "parameters"?}``,
+    or with ``page`` an HTML page instead, as a proxy in front of Telegram answers an outage."""
 
-    def __init__(self, code: int, description: str, parameters: Json | None = None) -> None:
+    def __init__(
+        self, code: int, description: str, parameters: Json | None = None, page: str | None = None
+    ) -> None:
         super().__init__(description)
         self.code = code
         self.description = description
         self.parameters = parameters
+        self.page = page
 
     def body(self) -> Json:
         """The JSON Telegram answers for this error."""
