@@ -137,6 +137,24 @@ async def test_text_reply_is_stored_with_usage(make_agent: MakeAgent, llm: FakeL
     assert [m.content for m in await history.load(session)] == ["hi", "Hello Ana"]
 
 
+async def test_a_lone_surrogate_from_the_model_is_answered_and_stored(
+    make_agent: MakeAgent, llm: FakeLLM
+) -> None:
+    """Half an emoji (a lone surrogate JSON can carry) in a reply or a tool call's
+    arguments is stored and answered with U+FFFD in its place, not a failed turn."""
+    agent, history, _ = await make_agent()
+    llm.queue(
+        CallTools([("calculator", {"expression": "6*7 \ud83d"})]),
+        Say("Forty-two \ud83d!"),
+    )
+    result = await agent.run_turn(msg("hi"), channel_context="A test chat.")
+    assert (result.status, result.text) == ("done", "Forty-two \ufffd!")
+    session = await history.session_for(msg("hi").session)
+    stored = await history.load(session)
+    assert stored[-1].content == "Forty-two \ufffd!"
+    assert stored[1].tool_calls[0].arguments == {"expression": "6*7 \ufffd"}
+
+
 async def test_a_tool_round_feeds_the_result_back(make_agent: MakeAgent, llm: FakeLLM) -> None:
     agent, _, _ = await make_agent()
     llm.queue(CallTools([("calculator", {"expression": "6*7"})]), Say("It is 42."))

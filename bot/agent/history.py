@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.conversation import ChatMessage, ToolCall, Usage
-from bot.core.messages import SessionKey
+from bot.core.messages import SessionKey, without_surrogates
 from bot.store.db import Database
 
 MIGRATIONS = [
@@ -382,10 +382,10 @@ def _to_row(message: ChatMessage) -> tuple[object, ...]:
         if message.tool_calls
         else None
     )
-    return (
+    return (  # a lone surrogate (half an emoji from a model or a file) cannot be stored
         message.role,
-        message.content,
-        calls,
+        without_surrogates(message.content),
+        without_surrogates(calls) if calls is not None else None,
         message.tool_call_id,
         message.tool_name,
         int(message.is_error),

@@ -27,7 +27,7 @@ from bot.agent.tool_registry import ToolExecutor
 from bot.agent.usage_meter import UsageMeter
 from bot.config import AgentConfig
 from bot.core.conversation import ChatMessage, Completion, ImagePart, TextSink, ToolCall, Usage
-from bot.core.messages import InboundMessage, SessionKey
+from bot.core.messages import InboundMessage, SessionKey, without_surrogates
 from bot.core.metrics import count_model_call, count_turn
 from bot.core.taint import Taint, marked_sources
 from bot.core.tool_api import FileOutlet, ToolContext, ToolResult
@@ -187,10 +187,11 @@ class Agent:
                     system, messages, on_text, message, origin, turn_id, background
                 )
                 usage += completion.usage
-                reply = ChatMessage("assistant", completion.text, completion.tool_calls)
+                text = without_surrogates(completion.text)  # as it is stored and sent
+                reply = ChatMessage("assistant", text, completion.tool_calls)
                 if not completion.tool_calls:
                     status, last = "done", [reply]
-                    return TurnResult(completion.text, "done", usage, rounds, calls_made)
+                    return TurnResult(text, "done", usage, rounds, calls_made)
                 await self._history.append(session_id, [reply], turn_id)
                 turn.append(reply)
                 calls_made += len(completion.tool_calls)

@@ -150,6 +150,13 @@ class OutboundFile:
 # counted in the original text (Telegram's entities) still line up.
 _UNFIT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD and nothing else changed: what
+    SQLite and UTF-8 can store (a model's or a tool's text keeps its control characters)."""
+    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
 
 
 def clean_text(text: str) -> str:
