@@ -28,6 +28,9 @@ class FakeChannel:
         self.posted: list[tuple[ChatTarget, str, tuple[Button, ...]]] = []
         self.closed: dict[str, str] = {}
         self.refuse_posts_to: set[str] = set()
+        # When set: a posted card is visible (in ``posted``) but its id is returned only
+        # once the event is set, as a slow platform answers after showing the message.
+        self.hold_posts: asyncio.Event | None = None
         self._changed = asyncio.Condition()
 
     async def run(self, inbox: Inbox) -> None:
@@ -67,6 +70,8 @@ class FakeChannel:
             self.posted.append((target, text, buttons))
             ref = str(len(self.posted))
             self._changed.notify_all()
+        if self.hold_posts is not None:
+            await self.hold_posts.wait()
         return ref
 
     async def close_approval(self, target: ChatTarget, message_ref: str, text: str) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from bot.approvals.approvers import Approvers
 from bot.approvals.store import ApprovalStore
-from bot.approvals.texts import action_id
+from bot.approvals.texts import action_id, parse_action
 from bot.config import LoadedConfig, parse_config
 from bot.config.channel import ChannelSettings
 from bot.core.channel import ButtonPress, ChatTarget
@@ -148,6 +148,30 @@ async def test_only_approvers_decide_and_forgeries_change_nothing(
     await d.router.drain()
     assert "Error: not run: Ana denied the shell call" in llm.requests[-1].view.last_text
     assert "❌ Denied by Ana" in await d.channel.wait_closed("1")
+
+
+@pytest.mark.parametrize("where", ["chat", "panel"])
+async def test_a_decision_while_the_card_is_being_posted_still_closes_the_card(
+    wired: Any, llm: FakeLLM, tmp_path: Path, where: str
+) -> None:
+    """The card shows before the platform returns its message id: a tap (or a panel
+    decision) in that instant is settled, and the card becomes its record once the id
+    is known, without its buttons left behind."""
+    d = await wired(config(llm, tmp_path))
+    d.channel.hold_posts = asyncio.Event()
+    llm.queue(MKDIR, Say("Not made."))
+    await d.router.put(msg("make a build folder"))
+    ((_, _, buttons),) = await d.channel.wait_posted(1)
+    if where == "chat":
+        assert await d.press("1", "deny") == "Denied."
+    else:
+        parsed, approvals = parse_action(buttons[0].action_id), d.router._approvals
+        assert parsed is not None and approvals is not None
+        assert (await approvals.decide_from_panel(parsed[0], "deny", "Ana")).text == "Denied."
+    d.channel.hold_posts.set()
+    await d.router.drain()
+    assert "❌ Denied by Ana" in await d.channel.wait_closed("1")
+    assert d.channel.texts() == ["Not made."]
 
 
 async def test_a_request_nobody_answers_expires_and_the_model_is_told(

@@ -83,6 +83,9 @@ class ApprovalService:
         self._inbound = inbound
         self._clock = clock
         self._waiting: dict[str, asyncio.Future[ApprovalOutcome]] = {}
+        # Requests whose card is being posted: a decision in that instant (the card is
+        # visible before its message id is stored) closes the card once the id is known.
+        self._posting: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -170,6 +173,7 @@ class ApprovalService:
             now, expires, "pending", None, None, person_id,
         )  # fmt: skip
         await self._store.add(record)
+        posted = self._posting[approval_id] = asyncio.Event()
         try:
             choices = buttons(approval_id, request.risk, person)
             ref = await surface.post_approval(target, text, choices)
@@ -177,7 +181,11 @@ class ApprovalService:
             log.error("could not post approval request %s to %s: %s", approval_id, target, exc)
             await self._store.decide(approval_id, "expired", "could not be delivered", now)
             return None
-        await self._store.set_message(approval_id, ref)
+        else:
+            await self._store.set_message(approval_id, ref)
+        finally:
+            posted.set()
+            self._posting.pop(approval_id, None)
         return replace(record, message_ref=ref)
 
     async def _private_refused(self, request: ApprovalRequest) -> None:
@@ -347,6 +355,10 @@ class ApprovalService:
     async def _close(
         self, record: StoredApproval, line: str, *, wait_connected: bool = False
     ) -> None:
+        posting = self._posting.get(record.id)
+        if not record.message_ref and posting is not None:
+            await posting.wait()  # decided while its card was being posted: its id comes
+            record = await self._store.get(record.id) or record
         channel = self._channels.get(record.asked_channel)
         if not isinstance(channel, ApprovalSurface) or not record.message_ref:
             return
