@@ -170,11 +170,14 @@ class ChannelStatus:
         self._up.set()
 
     def disconnected(self, reason: str) -> None:
-        """Record a lost connection and why."""
+        """Record a lost connection and why; ``since`` stays the time it was lost (each
+        failed attempt to reconnect updates only the reason, so an outage keeps its age)."""
         if self.state == "connected":
             log.warning("%s disconnected: %s", self.name, reason)
             count_reconnect(self.name)
-        self.state, self.since, self.detail = "reconnecting", time.time(), reason
+        if self.state != "reconnecting":
+            self.since = time.time()
+        self.state, self.detail = "reconnecting", reason
         self._up.clear()
 
     async def wait_connected(self, timeout_s: float) -> bool:
