@@ -18,14 +18,17 @@ from bot.core.error_text import short_text
 LIBRARIES = frozenset(
     {"telegram", "discord", "slack_sdk", "slack_bolt", "httpx", "httpcore", "aiohttp"}
 )
+# The loggers PinClaw hands to slack_sdk and slack-bolt (channels/slack): what is logged
+# there is the libraries' (slack_sdk's "Failed to retrieve WSS URL: ..." has two lines).
+HANDED = frozenset({"channels.slack.bolt", "channels.slack.client", "channels.slack.socket"})
 
 
 class OneLine(logging.Filter):
-    """Shortens records of ``LIBRARIES`` to one line without a traceback."""
+    """Shortens records of ``LIBRARIES`` (and ``HANDED``) to one line without a traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite a library's record in place; every record passes."""
-        if record.name.partition(".")[0] not in LIBRARIES:
+        if record.name.partition(".")[0] not in LIBRARIES and record.name not in HANDED:
             return True
         message = short_text(record.getMessage())
         error = record.exc_info[1] if record.exc_info else None

@@ -317,6 +317,8 @@ class Rest:
 
 
 def _fault_response(fault: Fault, bucket: str) -> web.Response:
+    if fault.page is not None:
+        return web.Response(text=fault.page, status=fault.status, content_type="text/html")
     if fault.status == 429:
         retry_after = fault.retry_after if fault.retry_after is not None else 1.0
         return rate_limited(bucket, retry_after, global_=fault.global_)

@@ -298,13 +298,16 @@ class FakeDiscord(Inspection, ThreadedServer):
         global_: bool = False,
         times: int | None = 1,
         body: JSON | None = None,
+        page: str | None = None,
     ) -> Fault:
         """Answer the next ``times`` matching REST requests with ``status`` (None: always).
 
         ``path_regex`` is searched in the path under ``/api/v10``; ``method`` may be "*".
-        A 429 carries Discord's body and rate-limit headers.
+        A 429 carries Discord's body and rate-limit headers. With ``page``, that HTML page
+        is the body instead of Discord's JSON, as a proxy in front of Discord answers.
         """
-        fault = Fault(method, re.compile(path_regex), status, retry_after, global_, times, body)
+        pattern = re.compile(path_regex)
+        fault = Fault(method, pattern, status, retry_after, global_, times, body, page)
         with self.world.lock:
             self.world.faults.append(fault)
         return fault

@@ -47,6 +47,7 @@ class Fault:
     global_: bool = False
     times: int | None = 1
     body: JSON | None = None
+    page: str | None = None  # an HTML page as the body instead (a proxy's error page)
 
     def matches(self, method: str, path: str) -> bool:
         """Whether this fault applies to ``method path``."""

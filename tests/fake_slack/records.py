@@ -96,3 +96,4 @@ class Fault:
     error: str
     status: int = 200
     retry_after: int | None = None
+    page: str | None = None  # an HTML page as the body instead (a proxy's error page)

@@ -155,11 +155,14 @@ class FakeSlack(Waiting, ThreadedServer):
         status: int = 200,
         retry_after: int | None = None,
         times: int = 1,
+        page: str | None = None,
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with ``error`` (429 + Retry-After for
-        a rate limit: ``fail(m, "ratelimited", status=429, retry_after=1)``)."""
+        a rate limit: ``fail(m, "ratelimited", status=429, retry_after=1)``); with ``page``,
+        that HTML page is the body instead of Slack's JSON, as a proxy in front of Slack
+        answers an outage (``error`` then only names the fault in ``calls()``)."""
         with self.lock:
-            self.web.faults[method].extend([Fault(error, status, retry_after)] * times)
+            self.web.faults[method].extend([Fault(error, status, retry_after, page)] * times)
 
     def unreachable(self, on: bool = True) -> None:
         """While on, every new HTTP or websocket request is closed unanswered (open

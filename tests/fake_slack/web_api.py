@@ -86,6 +86,8 @@ class WebApi:
                 status, body = 200, self.answer(method, args, token)
             self.calls.append(ApiCall(method, args, token, request.method, status, body))
             self.lock.notify_all()
+        if fault is not None and fault.page is not None:
+            return web.Response(text=fault.page, status=status, content_type="text/html")
         return web.json_response(body, status=status, headers=headers)
 
     def answer(self, method: str, args: JSON, token: str | None) -> JSON:
