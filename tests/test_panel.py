@@ -149,6 +149,12 @@ async def test_a_change_without_the_csrf_token_is_refused_and_changes_nothing(
             headers={"Origin": "https://attacker.example"},
         )
         assert other_site.status_code == 403
+        not_utf8 = await http.post(
+            decide,
+            content=b"choice=once&csrf=\xff",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert not_utf8.status_code == 400 and "not UTF-8" in not_utf8.text
         assert (await store.get(record.id)) == record
         assert len(llm.requests) == 1
         allowed = await http.post(decide, data={"choice": "deny", "csrf": csrf})

@@ -93,7 +93,13 @@ async def _refuse_change(
         "application/x-www-form-urlencoded",
         "multipart/form-data",
     ):
-        form = await request.post()  # aiohttp keeps it: the handler reads it again
+        try:
+            form = await request.post()  # aiohttp keeps it: the handler reads it again
+        except ValueError:  # a raw byte that is not UTF-8 (no browser sends one)
+            return web.Response(
+                status=400,
+                text="400 Bad Request: this form was not UTF-8 text, so it was not read.\n",
+            )
         field = form.get(CSRF_FIELD, "")
         sent = field if isinstance(field, str) else ""
     if not sent or not hmac.compare_digest(sent.encode(), session.csrf.encode()):
