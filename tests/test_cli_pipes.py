@@ -30,13 +30,16 @@ from pathlib import Path
 import pytest
 
 from bot.approvals.store import ApprovalStore
-from bot.cli.logs import CHATTY, setup_logging
+from bot.cli.logs import setup_logging
 from bot.cli.main import READER_GONE, build_parser
 from bot.store.db import Database
 from bot.store.owner_inbox import OwnerInbox
 from bot.store.pairing import PairingStore
 from tests.cli_helpers import PINCLAW, local_config, write_config
 from tests.fake_llm import FakeLLM
+from tests.test_logging import clean_logging
+
+__all__ = ["clean_logging"]  # a fixture of test_logging, used here
 
 SKIP: dict[tuple[str, ...], str] = {
     ("run",): "the daemon: runs until stopped, and logs on stderr, not stdout",
@@ -292,21 +295,6 @@ def test_log_lines_for_a_closed_stderr_are_dropped_quietly(
         os.close(write)
     assert done.returncode == 0
     assert done.stdout.strip() and "Logging error" not in done.stdout
-
-
-@pytest.fixture
-def clean_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    levels = {name: logging.getLogger(name).level for name in CHATTY}
-    yield
-    for handler in root.handlers:
-        if handler not in handlers:
-            handler.close()
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for name, old in levels.items():
-        logging.getLogger(name).setLevel(old)
 
 
 def test_the_stderr_handler_drops_a_line_its_reader_cannot_take(

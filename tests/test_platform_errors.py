@@ -17,19 +17,21 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.cli.logs import CHATTY, setup_logging
+from bot.cli.logs import setup_logging
 from tests.channel_tables import TELEGRAM_OWNER, slack_table
 from tests.daemon_harness import DaemonProcess, telegram_run_config
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import FakeLLM, Say
 from tests.fake_slack import ALICE, ALICE_DM, FakeSlack
 from tests.fake_telegram import FakeTelegram
+from tests.test_logging import clean_logging
+
+__all__ = ["clean_logging"]  # a fixture of test_logging, used here
 
 PAGE = """<html>
 <head><title>502 Bad Gateway</title></head>
@@ -210,22 +212,6 @@ def test_a_502_page_answering_slacks_connection_open_is_one_line_per_start(
     assert_quiet(daemon.log())
 
 
-@pytest.fixture
-def service_logging() -> Iterator[None]:
-    """The root logger and the libraries' levels put back as they were after the test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    levels = {name: logging.getLogger(name).level for name in CHATTY}
-    yield
-    for handler in root.handlers:
-        if handler not in handlers:
-            handler.close()
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for name, old in levels.items():
-        logging.getLogger(name).setLevel(old)
-
-
 def reconnect_failure() -> None:
     """What discord.py does when the gateway answers its reconnect with an error page."""
     try:
@@ -234,7 +220,7 @@ def reconnect_failure() -> None:
         logging.getLogger("discord.client").exception("Attempting a reconnect in %.2fs", 1.0)
 
 
-@pytest.mark.usefixtures("service_logging")
+@pytest.mark.usefixtures("clean_logging")
 def test_a_library_traceback_is_one_line_above_debug_and_whole_at_debug(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
