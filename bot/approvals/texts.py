@@ -147,4 +147,6 @@ def _code(summary: str) -> str:
 def _asked_by(request: ApprovalRequest) -> str:
     if request.origin.startswith("cron"):
         return f"the scheduled job {request.origin.partition(':')[2] or ''}".strip()
+    if request.origin.startswith("trigger:"):
+        return f"the trigger {request.origin.partition(':')[2]}"
     return request.sender_name or request.sender_id or "someone"

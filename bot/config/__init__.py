@@ -28,6 +28,7 @@ from bot.config.memory import MemoryConfig
 from bot.config.schedule import CronConfig, HeartbeatConfig
 from bot.config.security import SecurityConfig
 from bot.config.skills import SkillsConfig
+from bot.config.triggers import TriggerConfig
 from bot.config.usage import UsageConfig
 from bot.config.web import WebConfig
 from bot.core.errors import ConfigError
@@ -173,6 +174,7 @@ class Config(Section):
     mcp: McpConfig = Field(default_factory=McpConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)
+    triggers: list[TriggerConfig] = Field(default_factory=list)
     channels: dict[str, BaseModel] = Field(default_factory=dict)
 
     def enabled_channels(self) -> dict[str, BaseModel]:
@@ -300,6 +302,12 @@ def _consistency_problems(config: Config) -> list[str]:
         f'(for example api_key = "${{{key_env_name(spec.kind)}}}")'
         for where, spec in _provider_specs(config)
         if spec.missing_key()
+    ]
+    names = [t.name for t in config.triggers]
+    problems += [
+        f"triggers[{i}].name: {name!r} is the name of an earlier trigger; names must differ"
+        for i, name in enumerate(names)
+        if name in names[:i]
     ]
     if "web" in config.enabled_channels() and (config.web.address is None or not config.web.panel):
         problems.append(

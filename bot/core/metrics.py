@@ -112,6 +112,13 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.triggers_fired: Counter = Counter(
+            "pinclaw_triggers_fired",
+            "Events a trigger took, by trigger and outcome (fired, sent, failed, duplicate, "
+            "cooldown, limited, quiet, inactive).",
+            ["trigger", "outcome"],
+            registry=registry,
+        )
         self.storage_full: Counter = Counter(
             "pinclaw_storage_full",
             "Times the data folder was found full (writes refused for lack of space).",
@@ -215,6 +222,12 @@ def count_cron_run(outcome: str) -> None:
     """Count one run of a scheduled job or heartbeat."""
     if (metrics := _slot.metrics) is not None:
         metrics.cron_runs.labels(outcome).inc()
+
+
+def count_trigger(trigger: str, outcome: str) -> None:
+    """Count one event a trigger took (or one delivery of its message) by outcome."""
+    if (metrics := _slot.metrics) is not None:
+        metrics.triggers_fired.labels(trigger, outcome).inc()
 
 
 def count_storage_refused(*, first: bool) -> None:

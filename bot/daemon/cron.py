@@ -47,7 +47,9 @@ class Scheduling:
         heartbeat: Heartbeat | None,
         heartbeat_s: float,
         hygiene: Callable[[], Awaitable[object]] | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
+        self.outbox = outbox  # where triggers deliver too
         self._hygiene = hygiene
         self.scheduler = scheduler
         self.service = service
@@ -165,7 +167,7 @@ async def scheduling(
         memory, snapshot = app.memory, loaded.workspace / config.memory.snapshot_file
         hygiene = functools.partial(memory.hygiene, snapshot)
     _sample_sensors(scheduler, app, config.hardware.sample_every_s)
-    return Scheduling(scheduler, service, heartbeat, seconds, hygiene)
+    return Scheduling(scheduler, service, heartbeat, seconds, hygiene, outbox)
 
 
 def _sample_sensors(scheduler: AsyncIOScheduler, app: App, every_s: float) -> None:

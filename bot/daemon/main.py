@@ -43,12 +43,14 @@ from bot.daemon.router import Router
 from bot.daemon.stopping import CHANNELS_S, CLOSE_S, cancel_within, within
 from bot.daemon.storage import StorageWatch, storage_watch
 from bot.daemon.supervisor import supervise
+from bot.daemon.triggers import trigger_service
 from bot.daemon.web import WebEndpoint
 from bot.panel.context import PanelDeps
 from bot.security.audit import AuditLog
 from bot.store.inbound import InboundStore
 from bot.store.kv import KeyValueStore
 from bot.store.pairing import PairingStore
+from bot.triggers.service import TriggerService
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,9 @@ class Daemon:
         approvals: ApprovalService | None = None,
         scheduling: Scheduling | None = None,
         storage: StorageWatch | None = None,
+        triggers: TriggerService | None = None,
     ) -> None:
+        self.triggers = triggers
         self.storage = storage
         self.approvals = approvals
         self.scheduling = scheduling
@@ -90,7 +94,7 @@ class Daemon:
             grace_s=web.health_grace_s,
             storage=storage,
         )
-        self.web = WebEndpoint(web, self.reporter, self._panel_deps())
+        self.web = WebEndpoint(web, self.reporter, self._panel_deps(), triggers)
         if web.address is not None:
             metrics.enable()  # counted from the start, served once the endpoint listens
 
@@ -156,6 +160,8 @@ class Daemon:
                 storage=storage,
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
+            assert timers.outbox is not None
+            triggers = await trigger_service(app, loaded, router, channels, timers.outbox)
             daemon = cls(
                 app=app,
                 router=router,
@@ -166,6 +172,7 @@ class Daemon:
                 approvals=approvals,
                 scheduling=timers,
                 storage=storage,
+                triggers=triggers,
             )
             try:
                 yield daemon
@@ -183,6 +190,8 @@ class Daemon:
         self._replay = asyncio.create_task(self.router.replay(), name="replay")
         if self.scheduling is not None:
             await self.scheduling.start()
+        if self.triggers is not None:
+            await self.triggers.start()
         await self.web.start()
         parts = ", ".join(self.channels) or "no chat channels"
         log.info("PinClaw %s running with %s", pinclaw_version(), parts)
@@ -206,6 +215,8 @@ class Daemon:
         turns = [self.router.shutdown(self._grace_s)]
         if self.scheduling is not None:
             turns.append(self.scheduling.stop(self._grace_s))
+        if self.triggers is not None:
+            turns.append(self.triggers.stop(self._grace_s))
         await asyncio.gather(*turns)
         close_by = min(loop.time(), started + self._grace_s) + CLOSE_S
         if self.approvals is not None:

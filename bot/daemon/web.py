@@ -14,6 +14,7 @@ chats over.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import json
@@ -31,10 +32,12 @@ from bot.daemon.health import Reporter
 
 if TYPE_CHECKING:
     from bot.panel.context import PanelDeps
+    from bot.triggers.service import TriggerService
 
 log = logging.getLogger(__name__)
 
 API_PATHS = frozenset({"/healthz", "/metrics", "/status"})
+HOOKS = "/hooks/"
 _REPORTER: web.AppKey[Reporter] = web.AppKey("reporter", Reporter)
 _TOKEN: web.AppKey[str] = web.AppKey("token", str)
 _PANEL_HOSTS: web.AppKey[bool] = web.AppKey("panel_loopback_hosts", bool)
@@ -44,8 +47,13 @@ class WebEndpoint:
     """Starts and stops the HTTP server; idempotent both ways."""
 
     def __init__(
-        self, config: WebConfig, reporter: Reporter, panel: PanelDeps | None = None
+        self,
+        config: WebConfig,
+        reporter: Reporter,
+        panel: PanelDeps | None = None,
+        hooks: TriggerService | None = None,
     ) -> None:
+        self._hooks = hooks
         self._config = config
         self._reporter = reporter
         self._panel = panel if config.panel else None
@@ -59,7 +67,7 @@ class WebEndpoint:
             return
         token = self._config.token.get_secret_value() if self._config.token else ""
         tls = tls_context(self._config)
-        app = build_app(self._reporter, token)
+        app = build_app(self._reporter, token, self._hooks)
         if self._panel is not None:
             from bot.panel.app import add_panel
 
@@ -112,8 +120,11 @@ def tls_context(config: WebConfig) -> ssl.SSLContext | None:
     return context
 
 
-def build_app(reporter: Reporter, token: str = "") -> web.Application:
-    """The aiohttp application with the three read-only routes (the panel is added after)."""
+def build_app(
+    reporter: Reporter, token: str = "", hooks: TriggerService | None = None
+) -> web.Application:
+    """The aiohttp application with the three read-only routes and, with ``hooks``, the
+    triggers' webhooks (the panel is added after)."""
     app = web.Application(middlewares=[_guard])
     app[_REPORTER] = reporter
     app[_TOKEN] = token
@@ -121,11 +132,17 @@ def build_app(reporter: Reporter, token: str = "") -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/status", _status)
+    if hooks is not None:
+        app.router.add_post(HOOKS + "{name}", functools.partial(_hook, hooks))
     return app
 
 
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    if request.path.startswith(HOOKS):  # each hook checks its own secret
+        response: web.StreamResponse = await handler(request)
+        response.headers["Cache-Control"] = "no-store"
+        return response
     if request.path not in API_PATHS:  # the panel: its own login, and its own headers
         if request.app[_PANEL_HOSTS] and not _loopback_host(request.host):
             return web.Response(status=403, text="Open the panel with a loopback address.\n")
@@ -137,10 +154,27 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             return _json({"error": "send the [web] token as 'Authorization: Bearer …'"}, 401)
     elif not _loopback_host(request.host):
         return _json({"error": "only loopback host names are served without a token"}, 403)
-    response: web.StreamResponse = await handler(request)
+    response = await handler(request)
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+async def _hook(hooks: TriggerService, request: web.Request) -> web.Response:
+    """``POST /hooks/NAME``: a webhook trigger's call (``bot.triggers.sources.webhook``)."""
+    from bot.triggers.sources.webhook import WebhookSource, read_capped
+
+    source = hooks.sources.get("webhook")
+    name = request.match_info["name"]
+    trigger = source.wanted(name) if isinstance(source, WebhookSource) else None
+    if trigger is None or not isinstance(source, WebhookSource):
+        return _json({"error": "there is no such hook"}, 404)
+    if answer := source.too_big(trigger, request.content_length):
+        return _json(answer.body, answer.status)
+    body = await read_capped(request.content, trigger.max_bytes)
+    client = request.remote or "unknown"
+    answer = await source.call(trigger, client, request.headers, body, request.query)
+    return _json(answer.body, answer.status)
 
 
 async def _healthz(request: web.Request) -> web.Response:

@@ -183,7 +183,8 @@ class PeopleStore:
         """Whose turn this is: the sender of a chat message (made on first sight), the
         owner for the heartbeat and for jobs set up at the command line, the creator
         of any other job if known. None: nobody's (a job of someone since forgotten)."""
-        if origin == "heartbeat" or (origin.startswith("cron") and user_id == OWNER_NAME):
+        scheduled = origin.startswith(("cron", "trigger"))
+        if origin == "heartbeat" or (scheduled and user_id == OWNER_NAME):
             return await self.owner()
         if origin == "chat" or channel == TERMINAL:
             return await self.person_for(channel, user_id, label)

@@ -50,6 +50,7 @@ COMPONENTS = (
     Component("sensor_readings", "bot.store.readings", 1),
     Component("panel_sessions", "bot.panel.auth", 1),
     Component("untrusted_files", "bot.security.provenance", 1),
+    Component("triggers", "bot.triggers.store", 1),
 )
 
 
