@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bot", "bot.core"),
     ("bot.config", "bot.store"),
     ("bot.security", "bot.providers", "bot.hardware", "bot.memory", "bot.media"),
-    ("bot.agent", "bot.approvals", "bot.cron", "bot.skills", "bot.mcp"),
+    ("bot.agent", "bot.approvals", "bot.cron", "bot.triggers", "bot.skills", "bot.mcp"),
     ("tools", "channels"),
     ("bot.daemon", "bot.panel"),
     ("bot.cli",),

@@ -221,7 +221,7 @@ def test_the_example_lists_the_forbidden_paths_that_apply_by_default() -> None:
 def _all_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     keys = []
     for name, field in model.model_fields.items():
-        keys.append(name)
+        keys.append(field.alias or name)  # as written in the file
         annotation = field.annotation
         inner = getattr(annotation, "__args__", (annotation,))
         for candidate in inner:

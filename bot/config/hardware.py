@@ -29,6 +29,15 @@ class GpioDevice(Section):
     pull_up: bool = False
     initial: bool = False
     frequency: float = Field(default=100.0, gt=0, le=100_000)
+    bounce_ms: int = Field(
+        default=0,
+        ge=0,
+        le=10_000,
+        description=(
+            "inputs: debounce in milliseconds (gpiozero's bounce_time): edges closer together "
+            "than this after one edge are ignored, so a chattering switch counts once; 0 = none"
+        ),
+    )
 
 
 class SerialPort(Section):

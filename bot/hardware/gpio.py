@@ -21,6 +21,10 @@ Outputs are never opened just to be read: opening one drives it to its
 
 Devices are closed by ``close()`` or, failing that, when the process exits
 (a ``weakref.finalize``), since the tools have no shutdown hook of their own.
+
+``watch`` hands an input's edges to a callback (the GPIO trigger source), on the
+same device the tools read, so a pin is never opened twice; an input's
+``bounce_ms`` becomes gpiozero's ``bounce_time`` when it is opened.
 """
 
 from __future__ import annotations
@@ -199,6 +203,15 @@ class GpioBank:
         finally:
             self._pulsing.discard(target.name)
 
+    async def watch(self, device: str, changed: Callable[[bool], None] | None) -> Target:
+        """Open the input ``device`` and call ``changed(on)`` on each of its edges, from
+        gpiozero's thread (``on`` follows the wiring rules above); None stops that."""
+        target = self.target(device, "read")
+        if target.spec.kind != "input":
+            raise ToolError(f"{target.label} is an {target.spec.kind}; only inputs have edges")
+        await self._run(target, self._watch_now, target, changed)
+        return target
+
     async def readings(self) -> list[GpioReading]:
         """Every configured device, then every raw pin in use (inputs are read, see above)."""
         return await self._run(None, self._read_all_now)
@@ -282,6 +295,19 @@ class GpioBank:
         targets += [target for target, _ in self._opened.devices.values() if target.raw]
         return [self._read_now(target) for target in targets]
 
+    def _watch_now(self, target: Target, changed: Callable[[bool], None] | None) -> None:
+        if changed is None:
+            held = self._opened.devices.get(target.name)
+            if held is not None:
+                held[1].when_activated = held[1].when_deactivated = None
+            return
+        _, device = self._device(target, "read")
+        # gpiozero's "active" is the level its pull sets; PinClaw's "on" differs from it
+        # only for a pull-up input with active_low = false written out (normally closed).
+        flip = target.spec.pull_up and not input_active_low(target.spec)
+        device.when_activated = lambda: changed(not flip)
+        device.when_deactivated = lambda: changed(flip)
+
     def _switch_now(self, target: Target, on: bool) -> GpioReading:
         held, device = self._device(target, "switch")
         if on:
@@ -335,10 +361,13 @@ def _open(factory: Any, spec: GpioDevice) -> Any:
             frequency=spec.frequency,
             pin_factory=factory,
         )
+    bounce = spec.bounce_ms / 1000 if spec.bounce_ms else None
     if spec.pull_up or not input_active_low(spec):
-        return gpiozero.DigitalInputDevice(spec.pin, pull_up=spec.pull_up, pin_factory=factory)
+        return gpiozero.DigitalInputDevice(
+            spec.pin, pull_up=spec.pull_up, bounce_time=bounce, pin_factory=factory
+        )
     return gpiozero.DigitalInputDevice(
-        spec.pin, pull_up=None, active_state=False, pin_factory=factory
+        spec.pin, pull_up=None, active_state=False, bounce_time=bounce, pin_factory=factory
     )
 
 

@@ -17,6 +17,10 @@ pyserial is imported inside the functions only: PinClaw without serial ports
 never loads it. Library and kernel errors become sentences in one place
 (``_open_error``, ``_exchange_error``). Run the blocking calls through the port's
 ``DeviceGate`` (``SerialLink.send``): off the loop, one at a time, with a deadline.
+
+A serial trigger keeps its port open to read it (``bot.triggers.sources.serial``)
+and says so with ``hold``; meanwhile ``SerialLink.send`` refuses that port with a
+sentence naming the triggers, rather than an "in use by another program".
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ _MISSING = frozenset({errno.ENOENT, errno.ENODEV, errno.ENXIO})
 _GONE = frozenset({errno.EIO, errno.ENODEV, errno.ENXIO, errno.EPIPE})
 _IN_USE = frozenset({errno.EBUSY, errno.EAGAIN, errno.EWOULDBLOCK})
 _NOT_SERIAL = frozenset({errno.ENOTTY, errno.EISDIR, errno.EINVAL})
+_HELD: dict[str, str] = {}
+"""Ports kept open by a reader in this process (as configured), and who reads them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,12 @@ class SerialLink:
 
     async def send(self, text: str) -> Reply:
         """``send_line`` off the event loop, one call at a time on this port."""
+        reader = holder(self.config.port)
+        if reader is not None:
+            raise ToolError(
+                f"the serial port {self.name} is kept open by {reader}, which reads its lines; "
+                "PinClaw cannot send to it meanwhile (disable or remove that trigger first)"
+            )
         return await self.gate.run(send_line, self.config, text)
 
 
@@ -122,6 +134,25 @@ def is_present(port: str) -> bool | None:
     return os.path.exists(port) if is_device_path(port) else None
 
 
+def port_key(port: str) -> str:
+    """What identifies a port's device: the real path of a device path, else the URL."""
+    return os.path.realpath(port) if is_device_path(port) else port
+
+
+def hold(port: str, reader: str | None) -> None:
+    """Note that ``reader`` ("the trigger temp-alert") keeps ``port`` open; None: no more."""
+    if reader is None:
+        _HELD.pop(port, None)
+    else:
+        _HELD[port] = reader
+
+
+def holder(port: str) -> str | None:
+    """Who keeps ``port`` (or another name for its device) open to read it, if anyone."""
+    key = port_key(port)
+    return next((who for held, who in _HELD.items() if held == port or port_key(held) == key), None)
+
+
 def gate_timeout(config: SerialPort, call_timeout_s: float) -> float:
     """The gate's deadline for one exchange: ``call_timeout_s``, or longer if the port needs it."""
     connect = 0.0 if is_device_path(config.port) else _CONNECT_S
@@ -148,7 +179,7 @@ def send_line(config: SerialPort, text: str) -> Reply:
     cannot be used or nothing at all arrives within ``timeout_s``.
     """
     data = text.encode("utf-8") + config.line_ending.encode("ascii")
-    link = _open(config)
+    link = open_port(config)
     try:
         link.reset_input_buffer()  # what arrived before this call is not its reply
         _write(link, config, data)
@@ -162,7 +193,9 @@ def send_line(config: SerialPort, text: str) -> Reply:
             log.debug("closing %s failed", config.port, exc_info=True)
 
 
-def _open(config: SerialPort) -> SerialBase:
+def open_port(config: SerialPort) -> SerialBase:
+    """The port opened (exclusively, if a device path) with a short read timeout;
+    ``ToolError`` with a sentence when it cannot be."""
     import serial  # type: ignore[import-untyped, unused-ignore]
 
     device = is_device_path(config.port)

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Protocol
 from bot.triggers.spec import Event, Outcome, Trigger
 
 if TYPE_CHECKING:
-    from bot.daemon.app import App
+    import httpx
+
+    from bot.agent.tool_registry import ToolRegistry
+    from bot.config import LoadedConfig
+    from bot.hardware.history import SensorHistory
+    from bot.store.db import Database
 
 Emit = Callable[[str, Event], Awaitable[Outcome]]
 """How a source hands an event for the trigger of that name to the service."""
@@ -50,11 +55,30 @@ class Source(Protocol):
         ...
 
 
+class AppParts(Protocol):
+    """The parts of the daemon's core (``bot.daemon.app.App``) that sources may use."""
+
+    @property
+    def loaded(self) -> LoadedConfig: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def readings(self) -> SensorHistory | None: ...
+
+    @property
+    def client(self) -> httpx.AsyncClient | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SourceDeps:
     """What sources may use of the daemon."""
 
-    app: App
+    app: AppParts
 
 
 def build_source(kind: str, deps: SourceDeps, emit: Emit) -> Source:
