@@ -9,6 +9,12 @@ service or data the service does not take is a plain ``400: Bad Request``, and
 unknown entities in a call are skipped, as Home Assistant does. Every request
 is recorded; ``fail_next`` queues an answer (a status, a body, a delay) that the
 next request gets instead.
+
+``GET /api/websocket`` is Home Assistant's WebSocket API
+(``tests/fake_home_assistant_websocket.py``): a change made by a service call
+or by ``set_state`` reaches its subscribers as a ``state_changed`` event;
+``drop_connections`` closes every WebSocket and ``refuse_websockets`` keeps new
+ones out (503) until it is turned off.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_home_assistant_websocket import WebSocketApi
 from tests.threaded_server import ThreadedServer
 
 TOKEN = "ha-long-lived-test-token"
@@ -158,6 +165,11 @@ class FakeHomeAssistant(ThreadedServer):
         self.requests: list[HaRequest] = []
         self._failures: collections.deque[Failure] = collections.deque()
         self._lock = threading.Lock()
+        self.websocket = WebSocketApi(lambda: self.token, self._all)
+
+    def _all(self) -> list[State]:
+        with self._lock:
+            return copy.deepcopy(list(self._states.values()))
 
     def state(self, entity_id: str) -> State:
         """A copy of one entity's current state."""
@@ -168,6 +180,36 @@ class FakeHomeAssistant(ThreadedServer):
         """The next request gets ``failure`` instead of its real answer."""
         with self._lock:
             self._failures.append(failure)
+
+    def set_state(self, entity_id: str, state: str, **attributes: Any) -> None:
+        """Change (or add) an entity as an integration would: ``attributes`` are merged in,
+        and subscribers get a ``state_changed`` event (attribute-only changes too)."""
+        self.call(self._set_state(entity_id, state, attributes))
+
+    async def _set_state(self, entity_id: str, state: str, attributes: Attributes) -> None:
+        now = datetime.now(UTC).isoformat()
+        with self._lock:
+            old = self._states.get(entity_id)
+            new = copy.deepcopy(old) if old else make_state(entity_id, state)
+            new["attributes"] = {**new["attributes"], **attributes}
+            if old is None or old["state"] != state:
+                new["last_changed"] = now
+            new.update(state=state, last_updated=now)
+            self._states[entity_id] = new
+            old, new = copy.deepcopy(old), copy.deepcopy(new)
+        await self.websocket.state_changed(entity_id, old, new)
+
+    def drop_connections(self) -> None:
+        """Close every WebSocket now; clients may connect again at once."""
+        self.call(self.websocket.close_all())
+
+    def refuse_websockets(self, on: bool) -> None:
+        """While on, ``/api/websocket`` answers 503 instead of opening a WebSocket."""
+        self.websocket.refusing = on
+
+    async def on_stop(self) -> None:
+        """Close the WebSockets, so the shutdown does not wait for their clients."""
+        await self.websocket.close_all()
 
     def service_calls(self) -> list[HaRequest]:
         """The service calls received so far."""
@@ -181,12 +223,16 @@ class FakeHomeAssistant(ThreadedServer):
         app.router.add_get("/api/states", self._all_states)
         app.router.add_get("/api/states/{entity_id}", self._one_state)
         app.router.add_post("/api/services/{domain}/{service}", self._call_service)
+        app.router.add_get("/api/websocket", self.websocket.handle)
         return app
 
     @web.middleware
     async def _record_and_authorize(
         self, request: web.Request, handler: Callable[[web.Request], Any]
     ) -> web.StreamResponse:
+        if request.path == "/api/websocket":  # authenticated by its own handshake
+            socket: web.StreamResponse = await handler(request)
+            return socket
         raw = await request.text()
         try:
             body = json.loads(raw) if raw else None
@@ -234,6 +280,7 @@ class FakeHomeAssistant(ThreadedServer):
         targets = data.get("entity_id", [])
         targets = [targets] if isinstance(targets, str) else list(targets)
         changed = []
+        events: list[tuple[str, State, State]] = []
         with self._lock:
             for entity_id in targets:
                 state = self._states.get(entity_id)
@@ -243,8 +290,12 @@ class FakeHomeAssistant(ThreadedServer):
                 if (new_state, attributes) == (state["state"], state["attributes"]):
                     continue
                 now = datetime.now(UTC).isoformat()
+                old = copy.deepcopy(state)
                 if new_state != state["state"]:
                     state["last_changed"] = now
                 state.update(state=new_state, attributes=attributes, last_updated=now)
                 changed.append(copy.deepcopy(state))
+                events.append((entity_id, old, copy.deepcopy(state)))
+        for entity_id, old, new in events:
+            await self.websocket.state_changed(entity_id, old, new)
         return web.json_response(changed)
