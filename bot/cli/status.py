@@ -2,7 +2,9 @@
 
 Exit codes: 0 running and healthy, 1 running but something is down (a channel
 past its grace time, the scheduler, the database, a full data folder) or the endpoint refused us,
-3 no daemon answers. ``--json`` prints the daemon's own report unchanged.
+3 no daemon answers. A trigger source that is down (Home Assistant unreachable) is
+shown with ✗ but leaves the exit code at 0, as it leaves ``/healthz`` healthy.
+``--json`` prints the daemon's own report unchanged.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
 
         lines.append("MCP servers:")
         lines.extend(f"  {line}" for line in server_lines(servers))
+    lines.extend(trigger_lines(report.get("triggers")))
     if shell := ShellState.from_dict(report.get("shell")):
         lines.append(f"Shell: {shell.sentence()}")
         if not shell.sandboxed:
@@ -129,6 +132,23 @@ def describe(report: dict[str, Any], now: float | None = None) -> str:
             lines.append(f"{label}: {value:,}")
     lines.append("Health: ok" if report.get("ok") else "Health: something is down (see above)")
     return "\n".join(lines)
+
+
+def trigger_lines(triggers: object) -> list[str]:
+    """``Triggers: N`` and a line per trigger with its source's state (✗ when it is down)."""
+    if not isinstance(triggers, list) or not triggers:
+        return []
+    entries = [t for t in triggers if isinstance(t, dict)]
+    down = sum(1 for t in entries if not t.get("ok", True))
+    lines = [f"Triggers: {len(entries)}" + (f", {down} not watching" if down else "")]
+    width = max((len(str(t.get("name", ""))) for t in entries), default=0)
+    for trigger in entries:
+        mark = "" if trigger.get("ok", True) else "  ✗"
+        lines.append(
+            f"  {trigger.get('name', '?')!s:<{width}}  "
+            f"{trigger.get('on', '?')}: {trigger.get('detail', '')}{mark}"
+        )
+    return lines
 
 
 def _channel_line(channel: dict[str, Any], zone: ZoneInfo, now: float) -> str:

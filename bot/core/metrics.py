@@ -119,6 +119,13 @@ class Metrics:
             ["trigger", "outcome"],
             registry=registry,
         )
+        self.trigger_source_up: Gauge = Gauge(
+            "pinclaw_trigger_source_up",
+            "1 while a trigger source watches what it names (a hook served, an entity "
+            "followed, a pin claimed), else 0; by what it watches (webhook NAME, ha:ENTITY...).",
+            ["source"],
+            registry=registry,
+        )
         self.storage_full: Counter = Counter(
             "pinclaw_storage_full",
             "Times the data folder was found full (writes refused for lack of space).",

@@ -6,8 +6,15 @@ write to makes the daemon unhealthy until writes work again). A channel counts a
 once it has been down for longer than ``[web] health_grace_s``: a reconnect
 after a network blip is normal and must not page anyone. ``status`` adds what
 ``pinclaw status`` prints: the next jobs, pending approvals, memory count,
-messages waiting for an answer, unread messages in the owner's inbox and
-today's tokens. Both return plain JSON-able dicts.
+messages waiting for an answer, unread messages in the owner's inbox,
+today's tokens and each trigger with the state of its source. Both return plain
+JSON-able dicts.
+
+A trigger's source being down (Home Assistant restarting, a serial adapter
+unplugged) does not make ``/healthz`` fail: it is outside the daemon, the source
+reconnects by itself, and a restart, which is what a failing health check
+leads to, would not bring it back sooner. ``/status``, ``pinclaw status`` and the
+``pinclaw_trigger_source_up`` metric show it instead.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.core.channel import Channel, ChannelStatus
@@ -29,6 +37,9 @@ if TYPE_CHECKING:
     from bot.daemon.storage import StorageWatch
     from bot.security.shell_state import ShellState
     from bot.store.inbound import InboundStore
+    from bot.triggers.overview import TriggerState
+    from bot.triggers.service import TriggerService
+    from bot.triggers.sources import SourceState
 
 DB_TIMEOUT_S = 5.0
 NEXT_JOBS = 3
@@ -63,7 +74,9 @@ class Reporter:
         grace_s: float,
         clock: Callable[[], float] = time.time,
         storage: StorageWatch | None = None,
+        triggers: TriggerService | None = None,
     ) -> None:
+        self._triggers = triggers
         self._storage = storage
         self._app = app
         self.channels = channels
@@ -126,7 +139,22 @@ class Reporter:
             {s.name: s.as_dict() for s in app.mcp.statuses()} if app.mcp is not None else {}
         )
         report["shell"] = (await self.shell()).as_dict()
+        report["triggers"] = [state.as_dict() for state in self.trigger_states()]
         return report
+
+    def trigger_states(self) -> list[TriggerState]:
+        """Each trigger with the state of its source (none without the trigger service)."""
+        from bot.triggers.overview import trigger_states
+
+        service = self._triggers
+        if service is None:
+            return []
+        found = trigger_states(service.triggers, service.states())
+        return [replace(state, detail=self._clean(state.detail)) for state in found]
+
+    def trigger_sources(self) -> list[SourceState]:
+        """What every trigger source watches and whether it works, for ``/metrics``."""
+        return self._triggers.states() if self._triggers is not None else []
 
     async def shell(self) -> ShellState:
         """Where shell commands run (looked for once, in a thread: it starts processes)."""

@@ -93,6 +93,7 @@ class Daemon:
             scheduling=scheduling,
             grace_s=web.health_grace_s,
             storage=storage,
+            triggers=triggers,
         )
         self.web = WebEndpoint(web, self.reporter, self._panel_deps(), triggers)
         if web.address is not None:
@@ -109,6 +110,7 @@ class Daemon:
             web=loaded.config.web,
             approvals=self.approvals,
             scheduling=self.scheduling,
+            triggers=self.triggers,
         )
 
     @classmethod

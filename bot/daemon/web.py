@@ -192,6 +192,9 @@ async def _metrics(request: web.Request) -> web.Response:
     reporter, metrics = request.app[_REPORTER], enable()
     for name, channel in reporter.channels.items():
         metrics.channel_up.labels(name).set(1 if channel.status.state == "connected" else 0)
+    metrics.trigger_source_up.clear()  # a trigger removed since is no longer reported
+    for state in reporter.trigger_sources():
+        metrics.trigger_source_up.labels(state.what).set(1 if state.ok else 0)
     metrics.inbox_depth.set(await reporter.inbox_depth())
     metrics.owner_inbox_unread.set(await reporter.owner_unread())
     response = web.Response(body=metrics.text())

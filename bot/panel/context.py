@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.daemon.app import App
     from bot.daemon.cron import Scheduling
     from bot.daemon.health import Reporter
+    from bot.triggers.service import TriggerService
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +29,10 @@ class PanelDeps:
     """The running daemon's parts, as the panel's pages use them.
 
     ``app`` is the core (database, people, memory, usage, sensor readings, the
-    loaded config with its time zone); ``approvals`` and ``scheduling`` are None
-    where the daemon has none; ``reporter`` builds the status report of
-    ``pinclaw status``; ``audit`` is the same hash-chained log the policy gate
-    writes.
+    loaded config with its time zone); ``approvals``, ``scheduling`` and
+    ``triggers`` are None where the daemon has none; ``reporter`` builds the
+    status report of ``pinclaw status``; ``audit`` is the same hash-chained log
+    the policy gate writes.
     """
 
     app: App
@@ -41,6 +42,7 @@ class PanelDeps:
     web: WebConfig
     approvals: ApprovalService | None = None
     scheduling: Scheduling | None = None
+    triggers: TriggerService | None = None
 
 
 @dataclass(frozen=True, slots=True)

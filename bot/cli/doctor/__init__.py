@@ -3,7 +3,8 @@
 It names the installed version, and checks the config, the data folder and
 the database (SQLite's integrity check), each model provider (one tiny
 request, timed), each enabled chat channel's credentials (without starting
-the channel), the GPIO pin library and chip (when pins are configured), the
+the channel), the GPIO pin library and chip (when pins are configured), each
+trigger (and Home Assistant's WebSocket API when one follows an entity), the
 shell sandbox, the systemd service, the clock and time zone, free disk space,
 and whether a daemon answers at ``[web] listen``. Each line starts with ✓
 (passed), ✗ (failed), ! (works, but worth fixing) or – (for information), and
@@ -14,8 +15,9 @@ service, clock). ``--json`` prints the same findings for scripts.
 
 The checks live in ``files`` (config, data folder, database, disk), ``remote``
 (providers, channels, the daemon's endpoint), ``host`` (sandbox, service,
-clock) and ``gpio``; ``findings`` runs them concurrently, each within its time limit. Only
-the standard library is imported here: the parser is built for every command.
+clock), ``gpio`` and ``triggers``; ``findings`` runs them concurrently, each
+within its time limit. Only the standard library is imported here: the parser
+is built for every command.
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
     ]
     if config.hardware.gpio and config.hardware.pin_factory != "mock":
         probes.append(Probe("gpio", lambda: in_thread(partial(gpio, config.hardware))))
+    if config.triggers:
+        from bot.cli.doctor.triggers import trigger_probes
+
+        probes += trigger_probes(loaded, MARGIN_S)
     return [
         *probes,
         Probe("sandbox", partial(host.sandbox, loaded), SANDBOX_TIMEOUT_S),
