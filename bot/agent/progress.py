@@ -59,6 +59,9 @@ LABELS: dict[str, tuple[str, str | None]] = {
     "cron_list": ("listing scheduled jobs", None),
     "cron_remove": ("removing a scheduled job", None),
     "cron_run": ("running a scheduled job", None),
+    "trigger_add": ("setting up the trigger", "name"),
+    "trigger_list": ("listing triggers", None),
+    "trigger_remove": ("removing a trigger", None),
     "delegate": ("handing the task to", "agent"),
 }
 _NAME = re.compile(r"[^\w.-]")

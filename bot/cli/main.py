@@ -456,6 +456,7 @@ _COMMANDS: tuple[tuple[tuple[str, ...], Adder | str], ...] = (
     (("pairing",), _pairing_commands),
     (("approvals",), _approvals_commands),
     (("cron",), "bot.cli.cron:add_cron_commands"),
+    (("triggers",), "bot.cli.triggers:add_triggers_commands"),
     (("inbox",), "bot.cli.inbox:add_inbox_commands"),
     (("memory",), "bot.cli.memory:add_memory_commands"),
     (("people",), "bot.cli.people:add_people_commands"),

@@ -57,10 +57,8 @@ async def trigger_service(
 
 def _add_tools(app: App, loaded: LoadedConfig, service: TriggerService) -> None:
     """``trigger_add`` / ``trigger_list`` / ``trigger_remove``, unless disabled."""
-    try:
-        from tools.triggers import trigger_tools
-    except ImportError:  # the tools module is not there yet
-        return
+    from tools.triggers import trigger_tools
+
     disabled = set(loaded.config.tools.disabled)
     for tool in trigger_tools(service, loaded.config):
         if tool.name not in disabled:

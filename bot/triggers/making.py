@@ -10,12 +10,23 @@ may read), and deliver to a target a cron job could use.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import ValidationError
 
 from bot.config import Config
-from bot.config.triggers import TRIGGER_NAME, check_hours, parse_condition, parse_rate
+from bot.config.triggers import (
+    TRIGGER_NAME,
+    TriggerConfig,
+    check_hours,
+    parse_condition,
+    parse_rate,
+)
 from bot.core.errors import UserError
 from bot.cron.jobs import parse_target
-from bot.triggers.spec import Trigger
+from bot.triggers.spec import Trigger, from_config
 
 _QUANTITIES = {
     "bme280": ("temperature", "humidity", "pressure"),
@@ -100,3 +111,24 @@ def config_problems(triggers: list[Trigger], config: Config) -> list[str]:
         except UserError as exc:
             problems.append(f"triggers[{index}] ({trigger.name}): {exc}")
     return problems
+
+
+def trigger_from(
+    keys: Mapping[str, object],
+    *,
+    made_by: Literal["chat", "cli"],
+    creator_id: str,
+    creator_name: str,
+) -> Trigger:
+    """A trigger from the keys a ``[[triggers]]`` table would have (``on``, ``say``, ``for``...),
+    given by the agent or on the command line; ``UserError`` naming the first wrong key."""
+    try:
+        table = TriggerConfig.model_validate(dict(keys))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise UserError(f"{where}: {message}" if where else message) from None
+    return replace(
+        from_config(table), made_by=made_by, creator_id=creator_id, creator_name=creator_name
+    )

@@ -257,7 +257,10 @@ class TriggerService:
                 break
             await asyncio.sleep(free_at - time.time())
         burst = self._bursts.pop(name)
-        sent = await self.store.fired_since(name, burst.first_at)
+        # The messages that started the hold count too: "fired 30 times", not 28.
+        count, window = trigger.rate
+        lookback = max(trigger.cooldown_s, window if count else 0.0)
+        sent = await self.store.fired_since(name, burst.first_at - lookback)
         since = min([burst.first_at, *sent])
         total = burst.held + len(sent)
         why = " and ".join(
@@ -374,6 +377,7 @@ class TriggerService:
         if channel and channel not in self._waiting_for:
             self._waiting_for.add(channel)
             self._spawn(self._until_connected(channel), f"trigger wait {channel}")
+        self._wake.set()  # the worker's wait must count this retry (it listed it as due)
 
     async def _until_connected(self, channel: str) -> None:
         try:
