@@ -4,17 +4,18 @@ Each reading is one call behind the bus's gate (the whole trigger, wait and
 read sequence), so two readings on one bus never interleave. The drivers with
 the datasheet maths live in ``bme280.py`` and ``sht31.py``. With
 ``pin_factory = "mock"`` the readings are simulated (and say so), so PinClaw
-can be tried on any machine. A bank may be given a ``ReadingSink`` (the
-readings history): every reading it takes is handed to it.
+can be tried on any machine. A bank may be given ``ReadingSink``s (the
+readings history, the sensor triggers): every reading it takes is handed to each.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bot.config.hardware import HardwareConfig, Sensor
-from bot.core.errors import ToolError
+from bot.core.errors import ToolError, log_bug
 from bot.hardware import bme280, sht31
 from bot.hardware.i2c import I2cBank, hex_address
 from bot.store.readings import Measurement
@@ -22,6 +23,7 @@ from bot.store.readings import Measurement
 if TYPE_CHECKING:
     from smbus2 import SMBus
 
+log = logging.getLogger(__name__)
 
 SIMULATED_C, SIMULATED_RH, SIMULATED_HPA = 21.5, 48.0, 1013.2
 
@@ -69,7 +71,7 @@ class Reading:
 
 
 class ReadingSink(Protocol):
-    """Where a bank hands every reading it takes (the readings history)."""
+    """Where a bank hands every reading it takes (the readings history, sensor triggers)."""
 
     async def record(self, reading: Reading) -> None: ...
 
@@ -82,11 +84,12 @@ class SensorBank:
         self._i2c = i2c
         # pin_factory = "mock" simulates the whole board, sensors included.
         self._simulated = config.pin_factory == "mock"
-        self._sink: ReadingSink | None = None
+        self._sinks: list[ReadingSink] = []
 
     def record_to(self, sink: ReadingSink) -> None:
-        """Hand every reading taken from now on to ``sink``."""
-        self._sink = sink
+        """Hand every reading taken from now on to ``sink`` too (once, however often asked)."""
+        if sink not in self._sinks:
+            self._sinks.append(sink)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -103,10 +106,13 @@ class SensorBank:
         return QUANTITIES[self._sensor(name).driver]
 
     async def read_sensor(self, name: str) -> Reading:
-        """Measure the sensor called ``name`` now (and hand the reading to the sink)."""
+        """Measure the sensor called ``name`` now (and hand the reading to each sink)."""
         reading = await self._measure(name)
-        if self._sink is not None:
-            await self._sink.record(reading)
+        for sink in list(self._sinks):
+            try:
+                await sink.record(reading)
+            except Exception as exc:  # one sink's bug must not cost the reading or the others
+                log_bug(log, f"a reading of {name} could not be handed on", exc)
         return reading
 
     async def _measure(self, name: str) -> Reading:
