@@ -41,6 +41,7 @@ HOOKS = "/hooks/"
 _REPORTER: web.AppKey[Reporter] = web.AppKey("reporter", Reporter)
 _TOKEN: web.AppKey[str] = web.AppKey("token", str)
 _PANEL_HOSTS: web.AppKey[bool] = web.AppKey("panel_loopback_hosts", bool)
+_PROXIED: web.AppKey[bool] = web.AppKey("behind_proxy", bool)
 
 
 class WebEndpoint:
@@ -67,7 +68,7 @@ class WebEndpoint:
             return
         token = self._config.token.get_secret_value() if self._config.token else ""
         tls = tls_context(self._config)
-        app = build_app(self._reporter, token, self._hooks)
+        app = build_app(self._reporter, token, self._hooks, self._config.behind_proxy)
         if self._panel is not None:
             from bot.panel.app import add_panel
 
@@ -121,7 +122,10 @@ def tls_context(config: WebConfig) -> ssl.SSLContext | None:
 
 
 def build_app(
-    reporter: Reporter, token: str = "", hooks: TriggerService | None = None
+    reporter: Reporter,
+    token: str = "",
+    hooks: TriggerService | None = None,
+    behind_proxy: bool = False,
 ) -> web.Application:
     """The aiohttp application with the three read-only routes and, with ``hooks``, the
     triggers' webhooks (the panel is added after)."""
@@ -129,6 +133,7 @@ def build_app(
     app[_REPORTER] = reporter
     app[_TOKEN] = token
     app[_PANEL_HOSTS] = True
+    app[_PROXIED] = behind_proxy
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/status", _status)
@@ -172,7 +177,7 @@ async def _hook(hooks: TriggerService, request: web.Request) -> web.Response:
     if answer := source.too_big(trigger, request.content_length):
         return _json(answer.body, answer.status)
     body = await read_capped(request.content, trigger.max_bytes)
-    client = request.remote or "unknown"
+    client = _client(request)
     answer = await source.call(trigger, client, request.headers, body, request.query)
     return _json(answer.body, answer.status)
 
@@ -208,6 +213,17 @@ def _json(body: dict[str, Any], status: int = 200) -> web.Response:
         status=status,
         content_type="application/json",
     )
+
+
+def _client(request: web.Request) -> str:
+    """Who is calling, for the limit on wrong secrets: behind a proxy, the address the
+    proxy saw (the last X-Forwarded-For entry, as the panel's login reads it), so one
+    stranger's guesses do not lock out every sender; else the peer, whatever it claims."""
+    if request.app[_PROXIED]:
+        last = request.headers.get("X-Forwarded-For", "").rsplit(",", 1)[-1].strip()
+        if last:
+            return last
+    return request.remote or "unknown"
 
 
 def _loopback_host(host: str) -> bool:

@@ -42,6 +42,7 @@ POLL_S = 2.0
 RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 GIVE_UP_S = 86400.0
+SEND_GRACE_S = 3.0
 HELD = ("cooldown", "limited")
 
 
@@ -348,6 +349,17 @@ class TriggerService:
         if text.strip() == NO_REPLY:
             await self._finish(firing, "sent", where="(nothing: NO_REPLY)", text=text)
             return
+        # A send under way is not cut by a stop: it finishes and is marked (within
+        # SEND_GRACE_S), so a message that went out is not sent again after the start.
+        sending = asyncio.ensure_future(self._send_and_mark(trigger, firing, text))
+        try:
+            await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(sending), SEND_GRACE_S)
+            raise
+
+    async def _send_and_mark(self, trigger: Trigger, firing: Firing, text: str) -> None:
         try:
             delivered = await self._actions.deliver(trigger, text)
         except Undelivered as exc:

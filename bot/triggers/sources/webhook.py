@@ -10,7 +10,9 @@ with 413 before it is read whole. An ``Idempotency-Key`` header makes a retried
 delivery fire once.
 
 The body becomes ``{body}``; a JSON object's keys are placeholders of their own
-(``{state}``, ``{data.temperature}``), and the query string's under ``{query.NAME}``.
+(``{state}``, ``{data.temperature}``), and the query string's under ``{query.NAME}``;
+JSON nested deeper than ``MAX_DEPTH`` is kept as text only. A long idempotency key
+is kept as its digest.
 The body is text from outside: an ``ask`` turn treats it as untrusted.
 """
 
@@ -31,6 +33,7 @@ from bot.triggers.spec import Event, Trigger
 WRONG_TRIES = 20
 WRONG_WINDOW_S = 60.0
 MAX_KEY_CHARS = 200
+MAX_DEPTH = 64
 IDEMPOTENCY_HEADERS = ("Idempotency-Key", "X-Idempotency-Key")
 
 
@@ -114,32 +117,56 @@ def _authentic(trigger: Trigger, headers: Mapping[str, str], body: bytes) -> boo
         sent = headers.get(trigger.signature_header, "").strip()
         sent = sent.split("=", 1)[1] if sent.lower().startswith("sha256=") else sent
         expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(sent.lower().encode(), expected.encode())
+        return hmac.compare_digest(_raw(sent.lower()), expected.encode())
     sent_auth = headers.get("Authorization", "").strip()
     scheme, _, token = sent_auth.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), secret)
+    return scheme.lower() == "bearer" and hmac.compare_digest(_raw(token.strip()), secret)
+
+
+def _raw(header: str) -> bytes:
+    # aiohttp decodes header bytes that are not UTF-8 as surrogates: give the bytes back
+    return header.encode("utf-8", "surrogateescape")
 
 
 def _event(trigger: Trigger, body: bytes, query: Mapping[str, str], key: str) -> Event:
     text = decode_text(body)
     fields: dict[str, Any] = {}
     try:
-        parsed = json.loads(text) if text.strip() else None
-    except ValueError:
+        parsed = clean_json(json.loads(text)) if text.strip() else None
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than any real event
         parsed = None
+    if parsed is not None and _depth(parsed) > MAX_DEPTH:
+        parsed = None  # kept as text: storing or showing it would recurse as deep
     if isinstance(parsed, dict):
-        fields.update(clean_json(parsed))
+        fields.update(parsed)
     if parsed is not None:
-        fields["json"] = clean_json(parsed)
+        fields["json"] = parsed
     fields["body"] = text
-    fields["query"] = {k: decode_text(v.encode()) for k, v in query.items()}
+    fields["query"] = {k: decode_text(_raw(v)) for k, v in query.items()}
     size = f"{len(body)} bytes" if body else "no body"
-    return Event(
-        f"POST /hooks/{trigger.name} ({size})",
-        fields,
-        untrusted=True,
-        key=decode_text(key.encode())[:MAX_KEY_CHARS],
-    )
+    return Event(f"POST /hooks/{trigger.name} ({size})", fields, untrusted=True, key=_key(key))
+
+
+def _key(sent: str) -> str:
+    """The idempotency key as stored; a long one by its digest, so that two keys differing
+    only after the first ``MAX_KEY_CHARS`` characters stay two keys."""
+    key = decode_text(_raw(sent))
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    return "sha256:" + hashlib.sha256(_raw(sent)).hexdigest()
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (without recursion: any depth is measured safely)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
 
 
 def build(deps: SourceDeps, emit: Emit) -> WebhookSource:
