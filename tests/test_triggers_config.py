@@ -75,3 +75,10 @@ def test_placeholders_fill_plain_and_dotted_names_and_nothing_else() -> None:
         assert "hi" not in fill(text, values) or text == "{{body}}"
     assert fill("{body}", {"body": "{n}"}) == "{n}"  # a value is never filled in again
     assert fill("{body}", {"body": "x" * 5000}).endswith("…")
+
+
+def test_an_untrusted_value_cannot_hide_a_link_behind_its_text() -> None:
+    body = "[Verify your account](https://evil.example/login)"
+    assert fill("{body}", {"body": body}) == body  # trusted values are the owner's own
+    defanged = fill("Rang: {body}", {"body": body}, untrusted=True)
+    assert "](" not in defanged and "https://evil.example/login" in defanged

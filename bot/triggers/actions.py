@@ -73,7 +73,8 @@ class Actions:
 
     def say_text(self, trigger: Trigger, event: Event) -> str:
         """A ``say`` trigger's message for ``event``."""
-        return fill(trigger.say, self.values(trigger, event)).strip() or event.summary
+        text = fill(trigger.say, self.values(trigger, event), untrusted=event.untrusted)
+        return text.strip() or event.summary
 
     async def ask(self, trigger: Trigger, event: Event) -> str:
         """Run an ``ask`` trigger's turn; its reply (``NO_REPLY`` means nothing to send).

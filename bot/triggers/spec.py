@@ -163,12 +163,14 @@ class Event:
         )
 
 
-def fill(template: str, values: Mapping[str, Any]) -> str:
+def fill(template: str, values: Mapping[str, Any], *, untrusted: bool = False) -> str:
     """``template`` with each ``{name}`` or ``{name.key}`` replaced by its value.
 
     Only plain names and dotted keys are looked up (no attribute access, no format
     specs); an unknown placeholder stays as written, so a typo shows in the message
-    rather than failing the delivery. Each value is cut to ``MAX_FIELD_CHARS``.
+    rather than failing the delivery. Each value is cut to ``MAX_FIELD_CHARS``. An
+    ``untrusted`` value (a webhook body...) cannot make a link whose text hides its
+    address: ``](`` in it is broken up, so the chat shows the address as written.
     """
 
     def one(match: re.Match[str]) -> str:
@@ -176,6 +178,8 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
         if found is None:
             return match[0]
         text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+        if untrusted:
+            text = text.replace("](", "]\u200b(")
         return text if len(text) <= MAX_FIELD_CHARS else text[: MAX_FIELD_CHARS - 1] + "…"
 
     return _PLACEHOLDER.sub(one, template)
