@@ -69,7 +69,7 @@ async def trigger_check(loaded: LoadedConfig, index: int, trigger: Trigger) -> F
     if kind == "gpio":
         device = hardware.gpio[what]
         when = trigger.when or "on"
-        text += f"gpio:{what}, pin {device.pin}, an input; fires on {when}"
+        text += f"gpio:{what}, pin {device.pin}, an input; fires when it turns {when}"
     elif kind == "sensor":
         sensor = hardware.sensors[what.partition(".")[0]]
         text += f"{trigger.on} ({sensor.driver} at {sensor.address:#04x}), {trigger.when}"
