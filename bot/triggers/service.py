@@ -271,7 +271,7 @@ class TriggerService:
         )  # fmt: skip
         text = (
             f"🔁 {name} fired {total} times in {format_duration(max(1.0, time.time() - since))}; "
-            f"{burst.held} of them were not sent ({why})."
+            f"{burst.held} of them {'was' if burst.held == 1 else 'were'} not sent ({why})."
         )
         await self.store.record(name, Event(text), "fired", kind="summary", text=text)
         self._wake.set()
