@@ -266,9 +266,8 @@ def test_doctor_checks_each_trigger_and_home_assistant_s_websocket(
         "✗ trigger light: gpio.porch_light is an output; a trigger watches an input "
         f"— fix triggers[2] in {config}; `pinclaw run` refuses to start with it"
     )
-    assert (
-        line(done, "trigger door:") == "✓ trigger door: gpio:door, pin 27, an input; fires when it turns off"
-    )
+    expected = "✓ trigger door: gpio:door, pin 27, an input; fires when it turns off"
+    assert line(done, "trigger door:") == expected
     assert line(done, "trigger doorbell:").startswith("! trigger doorbell: POST http://127.0.0.1:")
     assert "on the loopback: only this machine can call it — " in line(done, "trigger doorbell:")
     assert line(done, "trigger garage:").startswith("✓ trigger garage: ha:cover.garage")
