@@ -3,9 +3,9 @@ it, and delivers what fired, durably.
 
 ``fire`` is where every event arrives. It is judged (active and quiet hours,
 cooldown, rate limit, a repeated idempotency key) and recorded in SQLite before
-anything is sent; a firing is then delivered by one worker through the outbox.
-A chat that cannot take it now is tried again (sooner when its channel
-reconnects); a restart delivers what is still pending, once. Events held back
+anything is sent; a firing is then delivered by one worker through the outbox
+(``bot.triggers.delivery``), which keeps it until the chat takes it, also across a
+restart. Events held back
 by the cooldown or the rate limit are counted, and when the hold ends one
 summary says how many there were ("fired 37 times in 10m").
 
@@ -17,7 +17,6 @@ firings it queued.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Coroutine, Iterable, Mapping
@@ -30,8 +29,8 @@ from bot.core import metrics
 from bot.core.durations import format_duration
 from bot.core.errors import UserError, log_bug
 from bot.cron.heartbeat import in_active_hours
-from bot.cron.runs import NO_REPLY
-from bot.triggers.actions import Actions, Undelivered
+from bot.triggers.actions import Actions
+from bot.triggers.delivery import Delivery
 from bot.triggers.sources import Source, SourceDeps, SourceState, build_source
 from bot.triggers.spec import Event, Outcome, Trigger
 from bot.triggers.store import Firing, TriggerStore
@@ -39,10 +38,6 @@ from bot.triggers.store import Firing, TriggerStore
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
-RETRY_FIRST_S = 2.0
-RETRY_MAX_S = 60.0
-GIVE_UP_S = 86400.0
-SEND_GRACE_S = 3.0
 HELD = ("cooldown", "limited")
 
 
@@ -72,17 +67,14 @@ class TriggerService:
         self.store = store
         self._configured = {t.name: t for t in configured}
         self._stored: dict[str, Trigger] = {}
-        self._actions = actions
+        self._delivery = Delivery(store, actions, lambda: self.triggers, self._spawn)
         self._deps = deps
         self._zone = zone
         self._poll_s = poll_s
         self.sources: dict[str, Source] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._bursts: dict[str, _Burst] = {}
-        self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._asking: set[int] = set()
-        self._waiting_for: set[str] = set()
         self._version = -1
         self._started = False
 
@@ -102,7 +94,7 @@ class TriggerService:
         self._version = await self.store.version()
         self._stored = {t.name: t for t in await self.store.triggers()}
         await self._sync_sources()
-        self._wake.set()  # a test firing may have been queued
+        self._delivery.wake()  # a test firing may have been queued
 
     async def _sync_sources(self) -> None:
         by_kind: dict[str, list[Trigger]] = {}
@@ -143,7 +135,7 @@ class TriggerService:
         self._started = True
         await self.store.prune()
         await self.reload()
-        self._spawn(self._deliver_loop(), "trigger delivery")
+        self._spawn(self._delivery.run(), "trigger delivery")
         self._spawn(self._watch(), "trigger poll")
         names = ", ".join(sorted(self.triggers)) or "none yet"
         log.info("triggers: %s", names)
@@ -204,7 +196,7 @@ class TriggerService:
             metrics.count_trigger(name, outcome)
             if outcome == "fired":
                 log.info("trigger %s fired: %s", name, event.summary)
-                self._wake.set()
+                self._delivery.wake()
             elif outcome in HELD:
                 self._hold(trigger, event, outcome)
             else:
@@ -216,7 +208,7 @@ class TriggerService:
         if name not in self.triggers:
             return None
         firing = await self.store.record(name, event, "fired", kind="test")
-        self._wake.set()
+        self._delivery.wake()
         return firing
 
     async def _judge(self, trigger: Trigger, event: Event) -> Outcome:
@@ -274,7 +266,7 @@ class TriggerService:
             f"{burst.held} of them {'was' if burst.held == 1 else 'were'} not sent ({why})."
         )
         await self.store.record(name, Event(text), "fired", kind="summary", text=text)
-        self._wake.set()
+        self._delivery.wake()
 
     async def _free_at(self, trigger: Trigger) -> float:
         """When the trigger's next event would fire again, as far as its limits go."""
@@ -287,139 +279,6 @@ class TriggerService:
             if len(times) >= count:
                 free = max(free, times[-count] + window)
         return free
-
-    # -- delivery -------------------------------------------------------------------
-
-    async def _deliver_loop(self) -> None:
-        while True:
-            self._wake.clear()
-            wait: float | None = None
-            try:
-                for firing in await self.store.pending():
-                    now = time.time()
-                    if firing.id in self._asking:
-                        continue
-                    if firing.next_at > now:
-                        left = firing.next_at - now
-                        wait = left if wait is None else min(wait, left)
-                        continue
-                    await self._deliver(firing)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log_bug(log, "delivering trigger messages failed", exc)
-                wait = RETRY_FIRST_S
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
-
-    async def _deliver(self, firing: Firing) -> None:
-        trigger = self.triggers.get(firing.trigger)
-        if trigger is None:
-            await self._finish(firing, "failed", error="the trigger was removed")
-            return
-        if firing.text:
-            await self._send(trigger, firing, firing.text)
-        elif trigger.action == "say":
-            await self._send(trigger, firing, self._actions.say_text(trigger, firing.event))
-        else:
-            self._asking.add(firing.id)
-            self._spawn(self._ask(trigger, firing), f"trigger {trigger.name} turn")
-
-    async def _ask(self, trigger: Trigger, firing: Firing) -> None:
-        try:
-            await self.store.update(firing.id, status="asking")
-            try:
-                text = await self._actions.ask(trigger, firing.event)
-            except UserError as exc:
-                log.warning("trigger %s: its turn failed: %s", trigger.name, exc)
-                await self._finish(firing, "failed", error=str(exc))
-                return
-            await self.store.update(firing.id, status="pending", text=text)
-            await self._send(trigger, firing, text)
-        except asyncio.CancelledError:
-            raise  # stopping: the firing stays "asking" and runs again after the start
-        except Exception as exc:
-            log_bug(log, f"the turn of trigger {trigger.name} failed", exc)
-            await self._finish(firing, "failed", error="the turn failed")
-        finally:
-            self._asking.discard(firing.id)
-            self._wake.set()
-
-    async def _send(self, trigger: Trigger, firing: Firing, text: str) -> None:
-        if text.strip() == NO_REPLY:
-            await self._finish(firing, "sent", where="(nothing: NO_REPLY)", text=text)
-            return
-        # A send under way is not cut by a stop: it finishes and is marked (within
-        # SEND_GRACE_S), so a message that went out is not sent again after the start.
-        sending = asyncio.ensure_future(self._send_and_mark(trigger, firing, text))
-        try:
-            await asyncio.shield(sending)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(sending), SEND_GRACE_S)
-            raise
-
-    async def _send_and_mark(self, trigger: Trigger, firing: Firing, text: str) -> None:
-        try:
-            delivered = await self._actions.deliver(trigger, text)
-        except Undelivered as exc:
-            await self._later(trigger, firing, text, str(exc), exc.channel)
-            return
-        except UserError as exc:
-            log.warning("trigger %s: could not deliver: %s", trigger.name, exc)
-            await self._finish(firing, "failed", error=str(exc), text=text)
-            return
-        await self._finish(firing, "sent", where=delivered.where, text=text)
-
-    async def _later(
-        self, trigger: Trigger, firing: Firing, text: str, reason: str, channel: str
-    ) -> None:
-        """Keep the firing pending and try again later (sooner if its channel connects)."""
-        attempts = firing.attempts + 1
-        if time.time() - firing.at > GIVE_UP_S:
-            log.warning("trigger %s: gave up delivering after a day: %s", trigger.name, reason)
-            await self._finish(firing, "failed", error=reason, text=text)
-            return
-        delay = min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** min(attempts - 1, 10))
-        if attempts == 1:
-            log.info("trigger %s: %s; the message waits and is sent later", trigger.name, reason)
-        await self.store.update(
-            firing.id, text=text, attempts=attempts, next_at=time.time() + delay, error=reason
-        )
-        if channel and channel not in self._waiting_for:
-            self._waiting_for.add(channel)
-            self._spawn(self._until_connected(channel), f"trigger wait {channel}")
-        self._wake.set()  # the worker's wait must count this retry (it listed it as due)
-
-    async def _until_connected(self, channel: str) -> None:
-        try:
-            status = self._actions.channel_status(channel)
-            if status is not None and status.state != "connected":
-                while not await status.wait_connected(3600):
-                    pass
-                await self._release()
-        finally:
-            self._waiting_for.discard(channel)
-
-    async def _release(self) -> None:
-        """A channel is back: make every firing that waits due now."""
-        for firing in await self.store.pending():
-            if firing.next_at > time.time():
-                await self.store.update(firing.id, next_at=0.0)
-        self._wake.set()
-
-    async def _finish(
-        self, firing: Firing, status: str, *, where: str = "", error: str = "", text: str = ""
-    ) -> None:
-        values: dict[str, object] = {"status": status, "done_at": time.time()}
-        if where:
-            values["delivered_to"] = where
-        if error:
-            values["error"] = error
-        if text:
-            values["text"] = text
-        await self.store.update(firing.id, **values)
-        metrics.count_trigger(firing.trigger, status)
 
 
 def configured_triggers(tables: Iterable[object]) -> list[Trigger]:
