@@ -22,7 +22,7 @@ import pytest
 from bot.daemon.main import Daemon
 from tests.browser import free_port
 from tests.daemon_harness import running_daemon
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
 
 OWNER = 7001
@@ -195,3 +195,21 @@ async def test_a_firing_not_delivered_before_a_restart_arrives_once_after_it(
         [firing] = await daemon.triggers.store.history()
         assert firing.status == "sent"
     assert texts(telegram) == ["Someone rang: across a restart"]
+
+
+async def test_an_ask_trigger_runs_a_turn_whose_tool_calls_are_audited_as_the_trigger(
+    tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
+) -> None:
+    llm.queue(CallTools([("clock", {})]), Say("Parcel at the door, noted at noon."))
+    hook = doorbell(say="", ask="Tell me about this delivery in one line.")
+    async with daemon_with(tmp_path, llm, telegram, hook) as daemon:
+        answer = await post(daemon, '{"carrier": "DHL"}', **bearer())
+        assert answer.status_code == 202
+        await arrives(telegram, "Parcel at the door, noted at noon.")
+        await asyncio.sleep(0.5)
+    assert texts(telegram) == ["Parcel at the door, noted at noon."]
+    asked = json.dumps(llm.requests[0].body)
+    assert "Tell me about this delivery in one line." in asked and "DHL" in asked
+    lines = (tmp_path / "state" / "audit.jsonl").read_text().splitlines()
+    [clock] = [json.loads(line) for line in lines if json.loads(line).get("tool") == "clock"]
+    assert clock["origin"] == "trigger:doorbell"
