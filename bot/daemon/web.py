@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot.config.web import WebConfig, is_loopback
-from bot.core.errors import ConfigError
+from bot.core.errors import ConfigError, log_bug
 from bot.core.metrics import enable
 from bot.daemon.health import Reporter
+from bot.daemon.storage import full_reason
 
 if TYPE_CHECKING:
     from bot.panel.context import PanelDeps
@@ -178,7 +179,16 @@ async def _hook(hooks: TriggerService, request: web.Request) -> web.Response:
         return _json(answer.body, answer.status)
     body = await read_capped(request.content, trigger.max_bytes)
     client = _client(request)
-    answer = await source.call(trigger, client, request.headers, body, request.query)
+    try:
+        answer = await source.call(trigger, client, request.headers, body, request.query)
+    except Exception as exc:  # nothing was recorded: the caller may send it again
+        if full_reason(exc):
+            log.warning("webhook %s refused: the data folder is full", trigger.name)
+            response = _json({"error": "PinClaw's data folder is full; send it again later"}, 503)
+            response.headers["Retry-After"] = "60"
+            return response
+        error_id = log_bug(log, f"the webhook {trigger.name} could not be taken", exc)
+        return _json({"error": f"something went wrong (error id {error_id})"}, 500)
     return _json(answer.body, answer.status)
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 GIVE_UP_S = 86400.0
-SEND_GRACE_S = 3.0
+SEND_GRACE_S = 1.0
 Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
 
@@ -47,35 +48,61 @@ class Delivery:
         self._triggers = triggers
         self._spawn = spawn
         self._wake = asyncio.Event()
+        self._fresh: deque[Firing] = deque()  # recorded just now, not read back
+        self._rescan = True  # the store has firings the worker has not seen
+        self._due_at: float | None = None  # the earliest retry the last scan saw
         self._asking: set[int] = set()
         self._waiting_for: set[str] = set()
 
-    def wake(self) -> None:
-        """Look at the pending firings now (one was recorded, or a channel is back)."""
+    def wake(self, fired: Firing | None = None) -> None:
+        """Deliver ``fired``, just recorded, now; without it, read the pending firings
+        again (a test firing, a summary, a channel back)."""
+        if fired is None:
+            self._rescan = True
+        else:
+            self._fresh.append(fired)
         self._wake.set()
 
     async def run(self) -> None:
-        """Deliver what is due, for ever; woken by ``wake`` and by retry times."""
+        """Deliver what is due, for ever; woken by ``wake`` and by retry times.
+
+        A firing ``fire`` has just recorded is handed over and sent without reading
+        it back; the store is read at the start, when told, and when a retry is due.
+        Each firing is recorded before it is handed over, so a read of the store
+        finds every firing waiting in ``_fresh``: a read empties it.
+        """
         while True:
             self._wake.clear()
-            wait: float | None = None
             try:
-                for firing in await self._store.pending():
+                if self._rescan or (self._due_at is not None and self._due_at <= time.time()):
+                    self._rescan, self._due_at = False, None
+                    self._fresh.clear()
+                    firings = await self._store.pending()
+                else:
+                    firings = list(self._fresh)
+                    self._fresh.clear()
+                for firing in firings:
                     now = time.time()
                     if firing.id in self._asking:
                         continue
                     if firing.next_at > now:
-                        left = firing.next_at - now
-                        wait = left if wait is None else min(wait, left)
+                        self._retry_at(firing.next_at)
                         continue
                     await self._deliver(firing)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log_bug(log, "delivering trigger messages failed", exc)
-                wait = RETRY_FIRST_S
+                self._rescan = True
+                self._due_at = time.time() + RETRY_FIRST_S
+            wait = None if self._due_at is None else max(0.0, self._due_at - time.time())
+            if self._fresh or self._rescan:
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
+
+    def _retry_at(self, when: float) -> None:
+        self._due_at = when if self._due_at is None else min(self._due_at, when)
 
     async def _deliver(self, firing: Firing) -> None:
         trigger = self._triggers().get(firing.trigger)
@@ -108,7 +135,7 @@ class Delivery:
             await self._finish(firing, "failed", error="the turn failed")
         finally:
             self._asking.discard(firing.id)
-            self._wake.set()
+            self.wake()
 
     async def _send(self, trigger: Trigger, firing: Firing, text: str) -> None:
         if text.strip() == NO_REPLY:
@@ -120,8 +147,12 @@ class Delivery:
         try:
             await asyncio.shield(sending)
         except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(sending), SEND_GRACE_S)
+            # Stopping: a send under way gets a moment to finish and be marked; one still
+            # going (its chat is down and it waits to retry) is cut, and the firing stays
+            # pending for the next start. Nothing of it outlives the stop.
+            await asyncio.wait({sending}, timeout=SEND_GRACE_S)
+            sending.cancel()
+            sending.add_done_callback(_retrieved)
             raise
 
     async def _send_and_mark(self, trigger: Trigger, firing: Firing, text: str) -> None:
@@ -154,7 +185,8 @@ class Delivery:
         if channel and channel not in self._waiting_for:
             self._waiting_for.add(channel)
             self._spawn(self._until_connected(channel), f"trigger wait {channel}")
-        self._wake.set()  # the worker's wait must count this retry (it listed it as due)
+        self._retry_at(time.time() + delay)
+        self._wake.set()
 
     async def _until_connected(self, channel: str) -> None:
         try:
@@ -171,7 +203,7 @@ class Delivery:
         for firing in await self._store.pending():
             if firing.next_at > time.time():
                 await self._store.update(firing.id, next_at=0.0)
-        self._wake.set()
+        self.wake()
 
     async def _finish(
         self, firing: Firing, status: str, *, where: str = "", error: str = "", text: str = ""
@@ -185,3 +217,9 @@ class Delivery:
             values["text"] = text
         await self._store.update(firing.id, **values)
         metrics.count_trigger(firing.trigger, status)
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    """Read a cut send's outcome, so asyncio does not report it as never retrieved."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("a trigger message's send ended with %s while stopping", type(exc).__name__)

@@ -195,8 +195,9 @@ class TriggerService:
                 outcome = "duplicate"
             metrics.count_trigger(name, outcome)
             if outcome == "fired":
+                assert firing is not None
+                self._delivery.wake(firing)  # sent without reading it back
                 log.info("trigger %s fired: %s", name, event.summary)
-                self._delivery.wake()
             elif outcome in HELD:
                 self._hold(trigger, event, outcome)
             else:

@@ -12,6 +12,7 @@ changes with every change made here, so the daemon notices what
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
@@ -137,18 +138,25 @@ class TriggerStore:
         idempotency key was seen before. ``notify`` bumps the version (another process)."""
         status: FiringStatus = "pending" if outcome == "fired" else "skipped"
         now = time.time()
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+        row = (trigger, kind, event.at, event.to_json(), event.key, outcome, status, text,
+               None if status == "pending" else now)  # fmt: skip
+
+        def insert(conn: sqlite3.Connection) -> int | None:
+            cursor = conn.execute(
                 "INSERT OR IGNORE INTO trigger_firings (trigger, kind, at, event, idem_key, "
                 "outcome, status, text, done_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (trigger, kind, event.at, event.to_json(), event.key, outcome, status, text,
-                 None if status == "pending" else now),
-            )  # fmt: skip
+                row,
+            )
             if cursor.rowcount == 0:
                 return None
             if notify:
-                await conn.execute("UPDATE trigger_meta SET version = version + 1")
-        return Firing(int(cursor.lastrowid or 0), trigger, kind, event.at, event, outcome, status,
+                conn.execute("UPDATE trigger_meta SET version = version + 1")
+            return int(cursor.lastrowid or 0)
+
+        row_id = await self._db.transaction(insert)  # one trip to the database's thread
+        if row_id is None:
+            return None
+        return Firing(row_id, trigger, kind, event.at, event, outcome, status,
                       text, done_at=None if status == "pending" else now)  # fmt: skip
 
     async def seen(self, trigger: str, key: str) -> bool:
@@ -169,10 +177,9 @@ class TriggerStore:
     async def update(self, firing_id: int, **values: object) -> None:
         """Change columns of one firing (status, text, delivered_to, error, attempts...)."""
         names = ", ".join(f"{name} = ?" for name in values)
-        async with self._db.write() as conn:
-            await conn.execute(
-                f"UPDATE trigger_firings SET {names} WHERE id = ?", (*values.values(), firing_id)
-            )
+        sql = f"UPDATE trigger_firings SET {names} WHERE id = ?"
+        args = (*values.values(), firing_id)
+        await self._db.transaction(lambda conn: conn.execute(sql, args))  # one trip
 
     async def history(self, trigger: str | None = None, limit: int = 20) -> list[Firing]:
         """The latest firings, newest first (of one trigger, or of all)."""
