@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -40,7 +40,7 @@ from bot.daemon.files_out import file_outlet
 from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
 from bot.daemon.router import Router
-from bot.daemon.stopping import CHANNELS_S, CLOSE_S, cancel_within, within
+from bot.daemon.stopping import CANCEL_WAIT_S, CHANNELS_S, CLOSE_S, cancel_within, within
 from bot.daemon.storage import StorageWatch, storage_watch
 from bot.daemon.supervisor import supervise
 from bot.daemon.triggers import trigger_service
@@ -214,11 +214,12 @@ class Daemon:
         if self._replay is not None:  # started
             log.info("stopping: turns in progress get up to %.0f s to finish", self._grace_s)
             self._replay.cancel()  # messages not queued yet are answered after the next start
-        turns = [self.router.shutdown(self._grace_s)]
+        turns: list[Coroutine[Any, Any, object]] = [self.router.shutdown(self._grace_s)]
         if self.scheduling is not None:
             turns.append(self.scheduling.stop(self._grace_s))
-        if self.triggers is not None:
-            turns.append(self.triggers.stop(self._grace_s))
+        if self.triggers is not None:  # bounded: a source that hangs must not hold the stop
+            stopping = self.triggers.stop(self._grace_s)
+            turns.append(within(self._grace_s + CANCEL_WAIT_S, stopping, "the trigger sources"))
         await asyncio.gather(*turns)
         close_by = min(loop.time(), started + self._grace_s) + CLOSE_S
         if self.approvals is not None:

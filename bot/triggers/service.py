@@ -31,7 +31,7 @@ from bot.core.errors import UserError, log_bug
 from bot.cron.heartbeat import in_active_hours
 from bot.triggers.actions import Actions
 from bot.triggers.delivery import Delivery
-from bot.triggers.sources import Source, SourceDeps, SourceState, build_source
+from bot.triggers.sources import Source, SourceDeps, SourceState, build_source, cancel_all
 from bot.triggers.spec import Event, Outcome, Trigger
 from bot.triggers.store import Firing, TriggerStore
 
@@ -157,10 +157,7 @@ class TriggerService:
                 task.cancel()
         if turns and grace_s > 0:
             await asyncio.wait(turns, timeout=grace_s)
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(list(self._tasks))
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coro, name=name)

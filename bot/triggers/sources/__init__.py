@@ -5,10 +5,11 @@ trigger of its kind exists, so a daemon without GPIO triggers never loads gpioze
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.triggers.spec import Event, Outcome, Trigger
 
@@ -79,6 +80,20 @@ class SourceDeps:
     """What sources may use of the daemon."""
 
     app: AppParts
+
+
+async def cancel_all(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, cancelling again a task that went on.
+
+    Python 3.11's ``asyncio.wait_for`` returns its result instead of raising when a
+    cancel meets a call that has just finished (as a device call off the loop does),
+    so one cancel may be swallowed and the task carry on to its next sleep.
+    """
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
 
 
 def build_source(kind: str, deps: SourceDeps, emit: Emit) -> Source:

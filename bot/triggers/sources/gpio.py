@@ -27,7 +27,7 @@ from typing import Any
 from bot.core.durations import format_duration
 from bot.core.errors import ToolError, log_bug
 from bot.hardware.gpio import GpioBank
-from bot.triggers.sources import Emit, SourceDeps, SourceState
+from bot.triggers.sources import Emit, SourceDeps, SourceState, cancel_all
 from bot.triggers.spec import Event, Trigger
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,7 @@ class GpioSource:
         for device in self._devices.values():
             await self._close(device)
         if self._sender is not None:
-            self._sender.cancel()
-            await asyncio.gather(self._sender, return_exceptions=True)
+            await cancel_all([self._sender])
             self._sender = None
         if self._owns_bank:
             await self._bank.close()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from bot.core.durations import format_duration
 from bot.core.errors import PinclawError, log_bug
 from bot.hardware.sensors import UNITS, Reading, SensorBank
-from bot.triggers.sources import Emit, SourceDeps, SourceState
+from bot.triggers.sources import Emit, SourceDeps, SourceState, cancel_all
 from bot.triggers.spec import Event, Trigger
 from bot.triggers.store import TriggerStore
 
@@ -152,9 +152,7 @@ class SensorSource:
         self._running = False
         tasks = [task for _, task in self._tasks.values()]
         self._tasks = {}
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(tasks)
 
     async def watch(self, triggers: Sequence[Trigger]) -> None:
         """Keep the state of unchanged triggers; restore new ones from what is stored."""

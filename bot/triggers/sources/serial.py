@@ -32,7 +32,7 @@ from bot.config.hardware import SerialPort
 from bot.core.errors import ToolError, log_bug
 from bot.core.messages import decode_text
 from bot.hardware import serial_io
-from bot.triggers.sources import Emit, SourceDeps, SourceState
+from bot.triggers.sources import Emit, SourceDeps, SourceState, cancel_all
 from bot.triggers.spec import Event, Trigger
 
 log = logging.getLogger(__name__)
@@ -149,8 +149,7 @@ class SerialSource:
             serial_io.hold(reader.config.port, None)
         await asyncio.gather(*(reader.stop() for reader in readers))
         if self._sender is not None:
-            self._sender.cancel()
-            await asyncio.gather(self._sender, return_exceptions=True)
+            await cancel_all([self._sender])
             self._sender = None
 
     async def watch(self, triggers: Sequence[Trigger]) -> None:

@@ -31,6 +31,7 @@ from bot.core.durations import format_duration
 from bot.core.errors import log_bug
 from bot.core.messages import clean_text
 from bot.core.tls import shared_ssl_context
+from bot.triggers.sources import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,7 @@ class HaConnection:
         """Close the connection; idempotent."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await cancel_all([task])
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -27,7 +27,7 @@ from bot.config.hardware import HomeAssistantConfig
 from bot.core.durations import format_duration
 from bot.core.errors import log_bug
 from bot.core.messages import clean_json, clean_text
-from bot.triggers.sources import Emit, SourceState
+from bot.triggers.sources import Emit, SourceState, cancel_all
 from bot.triggers.sources.ha.connection import HaConnection
 from bot.triggers.spec import Event, Trigger
 
@@ -105,9 +105,7 @@ class HaSource:
     async def _halt(self) -> None:
         tasks = [task for _, task in self._timers.values()]
         self._timers.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(tasks)
         if self.connection is not None:
             await self.connection.stop()
         self._raw, self._real, self._seeded = {}, {}, False
