@@ -31,9 +31,9 @@ from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
 from tests.telegram_taps import button, request_in, said, tap
+from tests.trigger_harness import OWNER, telegram_channel, texts
 from tools.gpio import GpioTool
 
-OWNER = 7001
 ADA = FakeTelegram.user(OWNER, "Ada", "ada")
 DOOR = {"pin": 27, "kind": "input", "pull_up": True}  # on = the pin pulled low
 HARDWARE = {"pin_factory": "mock", "gpio": {"door_sensor": DOOR}}
@@ -63,12 +63,7 @@ async def daemon_on(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, **tables: Any
 ) -> AsyncIterator[Daemon]:
     """The daemon with the door sensor on mock pins, once Telegram is connected."""
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     tables = {"heartbeat": {"interval": "0"}, "hardware": HARDWARE, **tables}
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
@@ -83,10 +78,6 @@ def service(daemon: Daemon) -> TriggerService:
 def watching(daemon: Daemon, what: str) -> bool:
     """Whether the source of ``what`` ("gpio:door_sensor") reports it watched."""
     return any(state.what == what and state.ok for state in service(daemon).states())
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
 
 
 async def test_trigger_add_asks_with_the_whole_trigger_and_deny_stores_nothing(

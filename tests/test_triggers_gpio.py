@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,9 @@ from bot.triggers.sources import SourceState
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
+from tests.trigger_harness import OWNER, arrives, telegram_channel, texts, until
 from tools.gpio import GpioTool
 
-OWNER = 7001
 PIN = 17
 
 
@@ -58,12 +58,7 @@ async def daemon_with(
         "gpio": {"door_sensor": {"pin": PIN, "kind": "input", **sensor}},
     }
     tables = {"heartbeat": {"interval": "0"}, "hardware": hardware, "triggers": list(triggers)}
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -73,14 +68,6 @@ def bank_of(daemon: Daemon) -> GpioBank:
     tool = daemon.app.tools.get("gpio_read")
     assert isinstance(tool, GpioTool)
     return tool.bank
-
-
-async def until(check: Callable[[], Any], timeout_s: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-    return found
 
 
 def gpio_state(daemon: Daemon) -> SourceState | None:
@@ -106,14 +93,6 @@ async def drive(pin: MockPin, *levels: bool) -> None:
             pin.drive_high() if level else pin.drive_low()
 
     await asyncio.to_thread(run)
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
-
-
-async def arrives(telegram: FakeTelegram, text: str) -> None:
-    await telegram.await_until(lambda: text in texts(telegram) or None)
 
 
 @pytest.mark.parametrize(

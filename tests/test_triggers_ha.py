@@ -27,8 +27,7 @@ from tests.daemon_harness import running_daemon
 from tests.fake_home_assistant import TOKEN, FakeHomeAssistant
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
-
-OWNER = 7001
+from tests.trigger_harness import OWNER, arrives, telegram_channel, texts
 
 
 @pytest.fixture
@@ -62,12 +61,7 @@ async def daemon_with(
         "home_assistant": {"url": ha.url, "token": token, "allow": ["cover", "light.kitchen"]},
         "triggers": list(triggers) or [garage()],
     }
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -90,14 +84,6 @@ async def eventually(predicate: Callable[[], bool], within: float = 10.0) -> Non
 async def connected(daemon: Daemon) -> None:
     """Until the source has read the states over an authenticated connection."""
     await eventually(lambda: bool(ha_states(daemon)) and all(s.ok for s in ha_states(daemon)))
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
-
-
-async def arrives(telegram: FakeTelegram, text: str) -> None:
-    await telegram.await_until(lambda: text in texts(telegram) or None)
 
 
 async def test_a_change_to_the_when_state_is_said_in_the_chat_once(

@@ -33,7 +33,8 @@ from tests.daemon_harness import DaemonProcess, running_daemon, telegram_run_con
 from tests.fake_llm import CallTools, Fail, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
 from tests.telegram_taps import button, request_in, tap
-from tests.test_triggers_webhook import OWNER, SECRET, arrives, bearer, doorbell, texts
+from tests.test_triggers_webhook import SECRET, bearer, doorbell
+from tests.trigger_harness import OWNER, arrives, texts
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

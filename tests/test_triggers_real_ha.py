@@ -24,8 +24,8 @@ from tests.daemon_harness import running_daemon
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 from tests.real_home_assistant import RealHomeAssistant, ensure_installed
+from tests.trigger_harness import OWNER, telegram_channel, texts
 
-OWNER = 7001
 GARAGE = "input_boolean.garage_door"
 
 
@@ -116,21 +116,12 @@ async def daemon_with(
         "home_assistant": {"url": url or ha.url, "token": ha.token},
         "triggers": [garage()],
     }
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(
         tmp_path / "pinclaw", llm, {"telegram": channel}, tables=tables
     ) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
 
 
 def source_states(daemon: Daemon) -> str:

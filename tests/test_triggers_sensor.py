@@ -27,8 +27,8 @@ from tests.fake_i2c import FakeI2c
 from tests.fake_i2c_chips import FakeSht31
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
+from tests.trigger_harness import OWNER, arrives, telegram_channel, texts
 
-OWNER = 7001
 ADDRESS = 0x44
 HARDWARE = {
     "i2c": {"buses": [1]},
@@ -92,12 +92,7 @@ async def daemon_with(
         "hardware": HARDWARE,
         "triggers": list(triggers) or [frost()],
     }
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -118,14 +113,6 @@ async def set_and_read(chip: FakeSht31, *celsius: float) -> None:
     for value in celsius:
         chip.raw_t = raw_t(value)
         await measured(chip)
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
-
-
-async def arrives(telegram: FakeTelegram, text: str) -> None:
-    await telegram.await_until(lambda: text in texts(telegram) or None)
 
 
 async def delivered(daemon: Daemon) -> None:

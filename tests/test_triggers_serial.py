@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 import tty
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,7 @@ from bot.triggers.sources import SourceState
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
-
-OWNER = 7001
+from tests.trigger_harness import OWNER, arrives, telegram_channel, texts, until
 
 
 class Board:
@@ -80,23 +78,10 @@ async def daemon_with(
 ) -> AsyncIterator[Daemon]:
     hardware = {"serial": {"arduino": {"port": port}}}
     tables = {"heartbeat": {"interval": "0"}, "hardware": hardware, "triggers": list(triggers)}
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
-
-
-async def until(check: Callable[[], Any], timeout_s: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-    return found
 
 
 def port_state(daemon: Daemon) -> SourceState | None:
@@ -107,14 +92,6 @@ def port_state(daemon: Daemon) -> SourceState | None:
 async def reading(daemon: Daemon) -> SourceState:
     state: SourceState = await until(lambda: (s := port_state(daemon)) and s.ok and s)
     return state
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
-
-
-async def arrives(telegram: FakeTelegram, text: str) -> None:
-    await telegram.await_until(lambda: text in texts(telegram) or None)
 
 
 async def test_a_matching_line_fires_with_its_group_and_others_do_not(

@@ -32,8 +32,8 @@ from tests.fake_home_assistant import TOKEN, FakeHomeAssistant
 from tests.fake_llm import FakeLLM
 from tests.fake_telegram import FakeTelegram
 from tests.provider_cases import closed_port
+from tests.trigger_harness import OWNER, telegram_channel
 
-OWNER = 7001
 SECRET = "doorbell-secret-0123456789"
 DOORBELL = {
     "name": "doorbell",
@@ -63,12 +63,7 @@ async def daemon_with(
         "web": {"listen": f"127.0.0.1:{port}", "panel": False},
         **tables,
     }
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     home = tmp_path / "home"
     config = write_config(
         home,

@@ -24,8 +24,8 @@ from tests.browser import free_port
 from tests.daemon_harness import running_daemon
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_telegram import FakeTelegram
+from tests.trigger_harness import OWNER, arrives, telegram_channel, texts
 
-OWNER = 7001
 SECRET = "doorbell-secret-0123456789"
 
 
@@ -49,12 +49,7 @@ async def daemon_with(
         "web": {"listen": f"127.0.0.1:{free_port()}", "panel": False},
         "triggers": list(triggers) or [doorbell()],
     }
-    channel = {
-        "token": telegram.token,
-        "api_base_url": telegram.url,
-        "allowed_users": [OWNER],
-        "poll_timeout_s": 1,
-    }
+    channel = telegram_channel(telegram)
     async with running_daemon(tmp_path, llm, {"telegram": channel}, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
@@ -69,14 +64,6 @@ async def post(
 
 def bearer(secret: str = SECRET) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
-
-
-def texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.sent(OWNER)]
-
-
-async def arrives(telegram: FakeTelegram, text: str) -> None:
-    await telegram.await_until(lambda: text in texts(telegram) or None)
 
 
 async def test_the_right_secret_puts_the_text_into_the_chat_once(
