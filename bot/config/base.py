@@ -55,6 +55,14 @@ def check_zone(value: str | None) -> str | None:
     return value
 
 
+_HOURS = re.compile(r"^([01]?\d|2[0-4]):([0-5]\d)-([01]?\d|2[0-4]):([0-5]\d)$")
+
+
+def is_hours(text: str) -> bool:
+    """Whether ``text`` is a range of hours like "08:00-22:00" (spaces allowed)."""
+    return bool(_HOURS.match(text.replace(" ", "")))
+
+
 def check_url(value: str | None) -> str | None:
     """Validate an http(s) URL ("" and None pass: not set); drop a trailing slash."""
     if not value:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from bot.config.base import Section, check_zone
+from bot.config.base import Section, check_zone, is_hours
 from bot.core.durations import ScheduleError, parse_duration
-
-_HOURS = re.compile(r"^([01]?\d|2[0-4]):([0-5]\d)-([01]?\d|2[0-4]):([0-5]\d)$")
 
 
 class CronConfig(Section):
@@ -54,6 +51,6 @@ class HeartbeatConfig(Section):
     @field_validator("active_hours")
     @classmethod
     def _check_hours(cls, value: str) -> str:
-        if value and not _HOURS.match(value.replace(" ", "")):
+        if value and not is_hours(value):
             raise ValueError(f"expected a range like '08:00-22:00', got {value!r}")
         return value

@@ -15,14 +15,13 @@ from typing import Literal, cast
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from bot.config.base import Section, empty_is_none
+from bot.config.base import Section, empty_is_none, is_hours
 from bot.core.durations import ScheduleError, parse_duration
 from bot.core.errors import UserError
 
 TRIGGER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 Kind = Literal["webhook", "gpio", "sensor", "ha", "serial"]
 SOURCES: tuple[Kind, ...] = ("webhook", "gpio", "sensor", "ha", "serial")
-_HOURS = re.compile(r"^([01]?\d|2[0-4]):([0-5]\d)-([01]?\d|2[0-4]):([0-5]\d)$")
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(.+)$")
 _CONDITION = re.compile(r"^\s*(below|above|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
 _ONLY_FOR: dict[str, tuple[str, ...]] = {
@@ -86,7 +85,7 @@ def parse_rate(text: str) -> tuple[int, float]:
 
 def check_hours(text: str) -> str:
     """``quiet_hours`` / ``active_hours``: ``"22:00-07:00"`` or empty."""
-    if text and not _HOURS.match(text.replace(" ", "")):
+    if text and not is_hours(text):
         raise UserError(f"expected a range like '22:00-07:00', got {text!r}")
     return text
 
