@@ -26,12 +26,8 @@ from bot.config.triggers import (
 )
 from bot.core.errors import UserError
 from bot.cron.jobs import parse_target
+from bot.hardware.sensors import QUANTITIES
 from bot.triggers.spec import Trigger, from_config
-
-_QUANTITIES = {
-    "bme280": ("temperature", "humidity", "pressure"),
-    "sht31": ("temperature", "humidity"),
-}
 
 
 def check_trigger(trigger: Trigger, config: Config) -> None:
@@ -74,8 +70,8 @@ def _check_source(trigger: Trigger, kind: str, what: str, config: Config) -> Non
         if sensor is None:
             known = ", ".join(hardware.sensors) or "none"
             raise UserError(f"there is no sensor {name!r} in [hardware.sensors]; sensors: {known}")
-        if quantity not in _QUANTITIES[sensor.driver]:
-            measured = ", ".join(_QUANTITIES[sensor.driver])
+        if quantity not in QUANTITIES[sensor.driver]:
+            measured = ", ".join(QUANTITIES[sensor.driver])
             raise UserError(f"{name} measures {measured}, not {quantity!r}")
         parse_condition(trigger.when)
     elif kind == "serial":
