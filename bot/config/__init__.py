@@ -23,7 +23,7 @@ from bot.config.errors import describe_validation_errors
 from bot.config.files import check_paths, read_document
 from bot.config.hardware import HardwareConfig, HomeAssistantConfig
 from bot.config.mcp import McpConfig
-from bot.config.media import MediaConfig, TranscriptionConfig, guess_vision
+from bot.config.media import MediaConfig, SpeechConfig, TranscriptionConfig, guess_vision
 from bot.config.memory import MemoryConfig
 from bot.config.schedule import CronConfig, HeartbeatConfig
 from bot.config.security import SecurityConfig
@@ -97,6 +97,9 @@ class ProviderConfig(ProviderSpec):
     """The main provider plus fallbacks tried in order when it fails."""
 
     fallbacks: list[ProviderSpec] = Field(default=[])  # copied for each table, like headers
+    choices: list[str] = Field(default=[])
+    """More model names of this provider that a chat may switch to with ``/model NAME``
+    (the main model, the fallbacks' and the sub-agents' models are offered too)."""
 
 
 class SubAgentConfig(Section):
@@ -128,6 +131,8 @@ class AgentConfig(Section):
     identity_file: str = "IDENTITY.md"
     max_delegation_depth: int = Field(default=1, ge=0, le=3)
     stream: bool = True
+    usage_footer: bool = False
+    """Add one line under each reply with the tokens and cost its turn used."""
 
 
 class ToolsConfig(Section):
@@ -147,6 +152,9 @@ class DaemonConfig(Section):
     max_message_age_s: float = Field(default=3600.0, ge=0)
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     max_message_bytes: int = Field(default=16384, ge=0)
+    merge_window_ms: int = Field(default=1500, ge=0, le=60_000)
+    """How long a message that may be one part of a split paste waits for the next part
+    (0: never merge)."""
     log_file: str = ""  # "" = stderr only; relative to the data dir
     log_format: Literal["text", "json"] = "text"
     log_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
@@ -171,6 +179,7 @@ class Config(Section):
     usage: UsageConfig = Field(default_factory=UsageConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)
+    speech: SpeechConfig = Field(default_factory=SpeechConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     agents: dict[str, SubAgentConfig] = Field(default_factory=dict)

@@ -1,9 +1,10 @@
-"""``[media]`` (pictures people send), ``[transcription]`` (voice messages), and which
-models can see pictures."""
+"""``[media]`` (pictures and documents people send), ``[transcription]`` (voice messages),
+``[speech]`` (answers by voice), and which models can see pictures."""
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -21,6 +22,12 @@ class MediaConfig(Section):
 
     max_image_bytes: int = Field(default=10 * MIB, ge=1024)
     max_images: int = Field(default=4, ge=1, le=20)
+    max_document_bytes: int = Field(default=20 * MIB, ge=1024)
+    """Documents larger than this are not downloaded (the model is told their size)."""
+    document_text_bytes: int = Field(default=40 * 1024, ge=1024)
+    """How much of a document's text the model reads; the rest is left out, and it is told so."""
+    inbox_dir: str = "inbox"
+    """Where documents people send are saved, relative to the workspace."""
 
 
 class TranscriptionConfig(Section):
@@ -42,6 +49,35 @@ class TranscriptionConfig(Section):
     @property
     def configured(self) -> bool:
         """Whether voice messages can be transcribed."""
+        return bool(self.base_url)
+
+    def key(self) -> str:
+        """The API key, or "" for a server that needs none."""
+        return self.api_key.get_secret_value() if self.api_key else ""
+
+
+class SpeechConfig(Section):
+    """An OpenAI-compatible ``/audio/speech`` endpoint for answers by voice.
+
+    Off while ``base_url`` is empty. ``reply_with_voice`` says when a reply is also
+    spoken: ``when_spoken_to`` (the person sent a voice note), ``always`` or ``never``.
+    """
+
+    base_url: str = ""
+    model: str = Field(default="gpt-4o-mini-tts", min_length=1)
+    voice: str = Field(default="alloy", min_length=1)
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    reply_with_voice: Literal["when_spoken_to", "always", "never"] = "when_spoken_to"
+    max_chars: int = Field(default=4000, ge=100, le=100_000)
+    """Replies longer than this are sent as text only."""
+
+    _check_url = field_validator("base_url")(check_url)
+    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
+
+    @property
+    def configured(self) -> bool:
+        """Whether replies can be spoken."""
         return bool(self.base_url)
 
     def key(self) -> str:

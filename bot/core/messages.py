@@ -69,6 +69,13 @@ class InboundMessage:
     """Whose words the message carries besides the sender's: "a message forwarded from Bob",
     "a message quoted from Ana" ("" for none); a turn answering it starts as having read
     untrusted content."""
+    edit_of: str | None = None
+    """For an edit: the platform id of the message it changes (``message_id`` is then
+    the edit's own id, so each edit is stored once)."""
+    quoted_text: str = ""
+    """The text of the earlier message this one replies to ("" for none)."""
+    quoted_from: str = ""
+    """Who wrote that earlier message, as a name ("PinClaw" for the bot's own)."""
 
     def age(self, now: float | None = None) -> float:
         """Seconds since the person sent it (or since PinClaw received it)."""
@@ -193,7 +200,7 @@ def cleaned(message: InboundMessage) -> InboundMessage:
     text, names, the chat's title, whose words it quotes, the files' names and types)."""
     changes: dict[str, Any] = {
         name: clean_text(getattr(message, name))
-        for name in ("text", "sender_name", "chat_title", "quotes")
+        for name in ("text", "sender_name", "chat_title", "quotes", "quoted_text", "quoted_from")
     }
     changes["attachments"] = tuple(
         Attachment(clean_text(a.name), clean_text(a.mime_type), a.size, a.ref)

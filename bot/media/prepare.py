@@ -63,6 +63,10 @@ class TurnInput:
     images: tuple[ImagePart, ...] = ()
     notes: tuple[str, ...] = ()
     answer: str | None = None
+    untrusted: tuple[str, ...] = ()
+    """Labels of outside content the text holds (a document's text): the turn starts tainted."""
+    spoken: bool = False
+    """The person spoke (a voice note was transcribed): a reply may be spoken too."""
 
     def reply(self, answer: str) -> str:
         """The reply as the person sees it: the notes (and quoted transcripts) first."""
