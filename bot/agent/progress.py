@@ -6,16 +6,23 @@ host (never its path or query, where keys travel). The argument passes through t
 config's secret redactor first, and is left out when there is no redactor, which is
 how group chats get their lines: a group sees what kind of thing runs, not its
 arguments (as with ``approvals_in_dm``). Tools not listed here are named as they are.
+
+The line follows each call of a round as the policy gate reports it
+(``ProgressLine``): the calls that run are described as running; a call that waits
+for a person reads "waiting for your approval: …", never "running"; a refused call
+is never shown as running, and once a round's calls are settled the line names
+what ran (or says "working…" when nothing did) until the model writes again.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from bot.core.conversation import ToolCall
+from bot.core.tool_api import CallState
 
 ProgressSink = Callable[[str], None]
 """Receives a progress line while the tools of a round run."""
@@ -78,11 +85,94 @@ def describe_calls(calls: Sequence[ToolCall], redact: Redact | None) -> str:
 
 def describe_call(call: ToolCall, redact: Redact | None) -> str:
     """``running shell: `ls -la`…``; the argument only with a redactor to pass it through."""
-    name = _NAME.sub("", call.name)[:MAX_ARGUMENT_CHARS] or "a tool"
-    label, key = LABELS.get(call.name, (f"using {name}", None))
-    value = call.arguments.get(key) if key and not call.error else None
-    shown = _argument(key or "", value, redact) if redact is not None else ""
+    label, key = LABELS.get(call.name, (f"using {_name(call)}", None))
+    shown = _shown_argument(call, key, redact)
     return f"{label}: `{shown}`…" if shown else f"{label}…"
+
+
+def describe_waiting(calls: Sequence[ToolCall], redact: Redact | None) -> str:
+    """The line while calls wait for a person: "waiting for your approval: shell
+    `mkdir build`" (the first call, and how many more), never worded as running."""
+    first = calls[0]
+    shown = _shown_argument(first, LABELS.get(first.name, ("", None))[1], redact)
+    what = f"{_name(first)} `{shown}`" if shown else _name(first)
+    more = len(calls) - 1
+    return f"waiting for your approval: {what}" + (f" (and {more} more)" if more else "")
+
+
+_Seen = Literal["waiting", "running", "ran", "refused"] | None
+"""What a round's call did so far (None: not reported yet)."""
+
+
+class ProgressLine:
+    """The progress line of one turn, following the calls of its current round.
+
+    It is the turn's ``ToolContext.on_call``: ``begin`` starts a round, the policy gate
+    reports each call (``line(call, state)``), ``settle`` ends the round (calls nobody
+    reported count as done without running). A line goes to ``sink`` only when it
+    changes.
+    """
+
+    def __init__(self, sink: ProgressSink, redact: Redact | None) -> None:
+        self._sink = sink
+        self._redact = redact
+        self._calls: list[ToolCall] = []
+        self._states: dict[int, _Seen] = {}  # by id(): the gate reports the very same call
+        self._line = ""
+
+    def begin(self, calls: Sequence[ToolCall]) -> None:
+        """A new round of ``calls``: none has been reported yet (the model's text since the
+        last round replaced the line, so the next one is shown even if it reads the same)."""
+        self._calls, self._states, self._line = list(calls), {}, ""
+
+    def settle(self) -> None:
+        """The round is over: every call is done."""
+        for call in self._calls:
+            if self._states.get(id(call)) != "ran":
+                self._states[id(call)] = "refused"
+        self._show()
+
+    def __call__(self, call: ToolCall, state: CallState) -> None:
+        """``call`` is now ``state``: show what that changes."""
+        key = id(call)
+        if not any(c is call for c in self._calls):
+            return  # not one of this round's calls
+        before = self._states.get(key)
+        if state == "done":
+            self._states[key] = "ran" if before in ("running", "ran") else "refused"
+        else:
+            self._states[key] = state
+        self._show()
+
+    def _show(self) -> None:
+        line = self._describe()
+        if not line or line == self._line:
+            return
+        self._line = line
+        self._sink(line)
+
+    def _describe(self) -> str:
+        def having(*states: _Seen) -> list[ToolCall]:
+            return [c for c in self._calls if self._states.get(id(c)) in states]
+
+        if running := having("running"):
+            return describe_calls(running, self._redact)
+        if waiting := having("waiting"):
+            return describe_waiting(waiting, self._redact)
+        if not self._states or having(None):  # calls still on their way to the gate
+            return ""
+        ran = having("ran")
+        return describe_calls(ran, self._redact)  # "working…" when none ran
+
+
+def _name(call: ToolCall) -> str:
+    return _NAME.sub("", call.name)[:MAX_ARGUMENT_CHARS] or "a tool"
+
+
+def _shown_argument(call: ToolCall, key: str | None, redact: Redact | None) -> str:
+    if redact is None or not key or call.error:
+        return ""
+    return _argument(key, call.arguments.get(key), redact)
 
 
 def _argument(key: str, value: Any, redact: Redact) -> str:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from bot.config import LoadedConfig
 from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import ToolError, log_bug
-from bot.core.tool_api import Tool, ToolContext, ToolResult
+from bot.core.tool_api import CallState, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from bot.security.kit import SecurityKit
@@ -106,8 +106,13 @@ class ToolRegistry:
         """Run one call; never raises except on cancellation."""
         prepared = self.prepare(call)
         if isinstance(prepared, ToolResult):
+            report_call(ctx, call, "done")
             return prepared
-        return await self.run_prepared(prepared, ctx)
+        report_call(ctx, call, "running")
+        try:
+            return await self.run_prepared(prepared, ctx)
+        finally:
+            report_call(ctx, call, "done")
 
     def prepare(self, call: ToolCall) -> PreparedCall | ToolResult:
         """Find the tool and validate the arguments; a failed result says what to fix."""
@@ -146,6 +151,16 @@ class ToolRegistry:
             f"{call.name} failed because of an internal error (error id {error_id}); "
             "tell the user it failed and do not retry it"
         )
+
+
+def report_call(ctx: ToolContext, call: ToolCall, state: CallState) -> None:
+    """Tell the turn (``ctx.on_call``) where ``call`` stands; a failing hook costs no call."""
+    if ctx.on_call is None:
+        return
+    try:
+        ctx.on_call(call, state)
+    except Exception as exc:  # only the progress line is lost
+        log_bug(log, f"reporting a {call.name} call as {state} failed", exc)
 
 
 def truncate_result(result: ToolResult, limit: int) -> ToolResult:

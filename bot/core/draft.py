@@ -20,10 +20,12 @@ draft, and the next round's text replaces the progress line.
 
 Finishing. The final reply goes through the channel's usual rendering and splitting:
 its first piece replaces the draft, the rest follow as new messages, so it reads
-exactly as a reply that was never streamed. A draft that cannot be edited (deleted,
-too old, refused) gets the reply sent as new messages, and the draft is deleted, so
-the chat never shows half an answer above the whole one. A failure while drafting
-only stops the drafting: it never costs the reply.
+exactly as a reply that was never streamed. A first piece that renders as the draft
+already shows it is not edited again (Telegram would refuse the edit as "not
+modified"; the others would make a call that changes nothing). A draft that cannot
+be edited (deleted, too old, refused) gets the reply sent as new messages, and the
+draft is deleted, so the chat never shows half an answer above the whole one. A
+failure while drafting only stops the drafting: it never costs the reply.
 """
 
 from __future__ import annotations
@@ -66,9 +68,10 @@ class DraftSurface(Protocol):
         longer be edited. Other failures raise ``DeliveryError``."""
         ...
 
-    async def finish(self, ref: str, message: OutboundMessage) -> bool:
-        """Deliver ``message`` as a reply is delivered, its first piece edited into ``ref``;
-        False, with nothing sent, when ``ref`` cannot take it."""
+    async def finish(self, ref: str, message: OutboundMessage, shown: str) -> bool:
+        """Deliver ``message`` as a reply is delivered, its first piece edited into ``ref``
+        unless it renders as ``shown`` (from ``fit``: what ``ref`` shows now); False, with
+        nothing sent, when ``ref`` cannot take it."""
         ...
 
     async def delete(self, ref: str) -> None:
@@ -130,7 +133,7 @@ class Draft:
             delay = self._ready_at - self._clock()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if await self._surface.finish(ref, message):
+            if await self._surface.finish(ref, message, self._shown):
                 return
             log.warning("the draft of a reply could not be edited; the reply is sent anew")
         await self._send(message)

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from bot.core.conversation import ToolSpec
+from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import ToolError
 from bot.core.messages import OutboundFile, SessionKey
 from bot.core.taint import Taint
@@ -96,6 +96,12 @@ SendFile = Callable[[OutboundFile], Awaitable[None]]
 FileOutlet = Callable[[SessionKey], SendFile | None]
 """How a turn finds its chat's ``SendFile``: None when the chat cannot take files."""
 
+CallState = Literal["waiting", "running", "done"]
+"""Where a call stands: waiting for a person's approval, running, or done (run or not)."""
+
+CallHook = Callable[[ToolCall, CallState], None]
+"""Told as a call moves on (the agent's progress line follows it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
@@ -120,6 +126,8 @@ class ToolContext:
     send_file: SendFile | None = None
     taint: Taint = field(default_factory=Taint)
     """What the turn has read from the outside world (shared by the turn's calls)."""
+    on_call: CallHook | None = None
+    """Told when a call starts to wait for approval, starts to run, and is done."""
 
 
 ToolFunction = Callable[..., Awaitable[Any]]

@@ -5,6 +5,9 @@ tool (a command line, a path, a URL), decided by the policy, counted against the
 sender's hourly limit, put to a person when it needs approval, run, and its
 output redacted of secrets and marked as untrusted data where it comes from the
 outside world. Every call, whatever happened to it, is written to the audit log.
+The turn is told where each call stands (``ToolContext.on_call``): waiting for a
+person, running (only once it really runs), done; so its progress line never
+says "running" while a call waits for approval or after it was refused.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.agent.tool_registry import PreparedCall, ToolRegistry
+from bot.agent.tool_registry import PreparedCall, ToolRegistry, report_call
 from bot.config.security import SecurityConfig
 from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import ToolError, log_bug
@@ -77,6 +80,7 @@ class PolicyGate:
         started = time.monotonic()
         prepared = self._registry.prepare(call)
         if isinstance(prepared, ToolResult):
+            report_call(ctx, call, "done")
             await self._record(call, ctx, started, "invalid", Decision("block", "low"), prepared)
             known = self._registry.get(call.name) is not None
             count_tool_call(call.name if known else "unknown", "invalid")
@@ -91,8 +95,14 @@ class PolicyGate:
         brought = ""
         if result is None:
             since, labels = time.time(), len(ctx.taint.labels)
-            result = await self._registry.run_prepared(prepared, ctx)
+            report_call(ctx, call, "running")  # only now: never while it waits, never refused
+            try:
+                result = await self._registry.run_prepared(prepared, ctx)
+            finally:
+                report_call(ctx, call, "done")
             brought = await self._brought(prepared, ctx, since, labels)
+        else:
+            report_call(ctx, call, "done")
         result = self._present(prepared, result, brought)
         await self._record(call, ctx, started, verdict, decision, result, by, after)
         outcome = ("ok" if result.ok else "error") if ran else verdict
@@ -208,6 +218,8 @@ class PolicyGate:
         if self._approver is None:
             return ApprovalOutcome("unavailable")
         from bot.security.visible import renderings  # loaded with the first request
+
+        report_call(ctx, prepared.call, "waiting")
 
         shown = renderings(prepared.tool.name, prepared.call.arguments, self._redactor)
         request = ApprovalRequest(

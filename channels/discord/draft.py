@@ -3,7 +3,8 @@
 Discord shows PinClaw's markdown as it is, so a draft is the text so far, cut to one
 message with a "…" line when more follows (mentions in it never ping: the client's
 ``ALLOWED_MENTIONS`` apply to edits too). The finished reply is split as any reply:
-its first piece is edited into the draft, the rest are posted after it. Calls wait
+its first piece is edited into the draft (unless the draft already shows exactly
+that: no ``PATCH`` that changes nothing), the rest are posted after it. Calls wait
 their turn in the channel's pacing, like replies.
 """
 
@@ -75,16 +76,18 @@ class DiscordDraft:
         """Show ``shown`` in the draft; False when the message is gone."""
         return await self._edit(ref, shown)
 
-    async def finish(self, ref: str, message: OutboundMessage) -> bool:
-        """The reply's first piece into the draft, the rest posted after it."""
+    async def finish(self, ref: str, message: OutboundMessage, shown: str) -> bool:
+        """The reply's first piece into the draft (unless it shows ``shown`` already), the
+        rest posted after it."""
         parts = pieces(message.text)
         if message.buttons:
             return False
-        try:
-            if not await self._edit(ref, parts[0]):
+        if parts[0] != shown:
+            try:
+                if not await self._edit(ref, parts[0]):
+                    return False
+            except DeliveryError:
                 return False
-        except DeliveryError:
-            return False
         for number, piece in enumerate(parts[1:], 2):
             nonce = secrets.randbits(62)
 

@@ -2,8 +2,9 @@
 
 A draft is rendered as mrkdwn like any reply (everything escaped, markup only where
 it is complete), cut to one message with a "…" line when more follows. The finished
-reply is split as any reply: its first piece is edited into the draft, the rest are
-posted after it, in the same thread. Calls wait their turn in the conversation's
+reply is split as any reply: its first piece is edited into the draft (unless the
+draft already shows exactly that: no ``chat.update`` that changes nothing), the rest
+are posted after it, in the same thread. Calls wait their turn in the conversation's
 pacing (``send_interval_s``), like replies.
 """
 
@@ -58,16 +59,18 @@ class SlackDraft:
         """Show ``shown`` in the draft; False when Slack no longer lets it be edited."""
         return await self._update(ref, shown)
 
-    async def finish(self, ref: str, message: OutboundMessage) -> bool:
-        """The reply's first piece into the draft, the rest posted after it."""
+    async def finish(self, ref: str, message: OutboundMessage, shown: str) -> bool:
+        """The reply's first piece into the draft (unless it shows ``shown`` already), the
+        rest posted after it."""
         pieces = split_for_slack(message.text) or ["(empty message)"]
         if message.buttons:
             return False
-        try:
-            if not await self._update(ref, pieces[0]):
+        if pieces[0] != shown:
+            try:
+                if not await self._update(ref, pieces[0]):
+                    return False
+            except DeliveryError:
                 return False
-        except DeliveryError:
-            return False
         for number, piece in enumerate(pieces[1:], 2):
             await self._post(piece, f"part {number} of {len(pieces)} of a reply")
         await self._remember(message)

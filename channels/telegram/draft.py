@@ -3,8 +3,12 @@
 Each draft is rendered like any reply (Telegram HTML, plain text if Telegram refuses
 the markup), cut to one message with a "…" line when more follows; the finished
 reply goes through ``Sender.send_into``, the same rendering and splitting as a reply
-that was never streamed. Every call waits its turn in the chat's pacing (about one
-message a second, 20 a minute in groups), so drafts never invite flood control.
+that was never streamed, and leaves the draft alone when its first piece renders as
+the draft already shows it: Telegram answers such an edit with 400 "message is not
+modified". A draft is trimmed as Telegram shows a message, so two drafts that differ
+only in trailing blank lines count as one and cost no edit. Every call waits its
+turn in the chat's pacing (about one message a second, 20 a minute in groups), so
+drafts never invite flood control.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ MORE = "\n…"
 
 
 def one_message(text: str) -> str:
-    """``text`` (markdown) cut to what one message shows, ending in "…" when more follows."""
+    """``text`` (markdown) cut to what one message shows, ending in "…" when more follows,
+    trimmed as the message shows it ("" when nothing shows)."""
     pieces = split_reply(text, MAX_TEXT - len(MORE))
     if len(pieces) <= 1:
-        return text
+        return pieces[0].source if pieces else ""
     return pieces[0].source + MORE
 
 
@@ -53,10 +58,11 @@ class TelegramDraft:
         async with self._client.api() as bot:
             return await self._sender.edit(bot, self._message.chat_id, int(ref), shown)
 
-    async def finish(self, ref: str, message: OutboundMessage) -> bool:
-        """The reply's first piece into the draft, the rest after it."""
+    async def finish(self, ref: str, message: OutboundMessage, shown: str) -> bool:
+        """The reply's first piece into the draft (unless it already shows so), the rest
+        after it."""
         async with self._client.api() as bot:
-            return await self._sender.send_into(bot, message, int(ref))
+            return await self._sender.send_into(bot, message, int(ref), showing=shown)
 
     async def delete(self, ref: str) -> None:
         """Delete the draft."""

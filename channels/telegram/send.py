@@ -89,22 +89,27 @@ class Sender:
         async with self._slot(chat_id):
             return await self._edit_piece(bot, chat_ref(chat_id), message_id, pieces[0], what)
 
-    async def send_into(self, bot: Bot, message: OutboundMessage, message_id: int) -> bool:
+    async def send_into(
+        self, bot: Bot, message: OutboundMessage, message_id: int, *, showing: str = ""
+    ) -> bool:
         """Deliver ``message`` with its first piece edited into message ``message_id`` (its
         draft) and the rest sent after it; False, with nothing sent, when that message
-        cannot take it (gone, too old, refused)."""
+        cannot take it (gone, too old, refused). ``showing`` is the markdown the draft
+        shows now: a first piece that renders the same is not edited again."""
         pieces = split_reply(message.text)
         if not pieces or message.buttons:
             return False
         chat = chat_ref(message.chat_id)
         what = f"the reply to {message.chat_id}"
-        try:
-            async with self._slot(message.chat_id):
-                if not await self._edit_piece(bot, chat, message_id, pieces[0], what):
-                    return False
-        except DeliveryError as exc:
-            log.warning("telegram: could not edit the draft of %s: %s", what, exc)
-            return False
+        shown = split_reply(showing)
+        if not (shown and shown[0].html == pieces[0].html):
+            try:
+                async with self._slot(message.chat_id):
+                    if not await self._edit_piece(bot, chat, message_id, pieces[0], what):
+                        return False
+            except DeliveryError as exc:
+                log.warning("telegram: could not edit the draft of %s: %s", what, exc)
+                return False
         for number, piece in enumerate(pieces[1:], 2):
             async with self._slot(message.chat_id):
                 options = _in_thread(message.thread_id)

@@ -38,8 +38,11 @@ class WebDraft:
         changed = self._feed.change(ref, text=shown, progress=shown.startswith(STATUS_MARK))
         return changed is not None
 
-    async def finish(self, ref: str, message: OutboundMessage) -> bool:
-        """Turn the draft into the reply; False (nothing shown) when the entry is gone."""
+    async def finish(self, ref: str, message: OutboundMessage, shown: str) -> bool:
+        """Turn the draft into the reply; False (nothing shown) when the entry is gone.
+
+        Done even when the text is ``shown`` already: the entry still becomes a reply
+        (its kind, buttons and progress mark change), and the page pays nothing for it."""
         self._feed.bring_down(ref)
         changed = self._feed.change(
             ref, kind="bot", text=message.text, buttons=message.buttons, progress=False
