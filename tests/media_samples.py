@@ -1,9 +1,9 @@
-"""Pictures and recordings for the media tests, built byte by byte, and a file host.
+"""Pictures, recordings and PDFs for the media tests, built byte by byte, and a file host.
 
 The builders write the real formats (a PNG a viewer opens, an Ogg Opus stream
-whose pages say how long it plays), so the code under test reads them as it
-would read a phone's. ``FileHost`` serves bytes on 127.0.0.1, as Discord's CDN
-serves attachments.
+whose pages say how long it plays, a PDF whose text a reader extracts), so the
+code under test reads them as it would read a phone's. ``FileHost`` serves bytes
+on 127.0.0.1, as Discord's CDN serves attachments.
 """
 
 from __future__ import annotations
@@ -62,6 +62,40 @@ def _page(payload: bytes, granule: int, sequence: int, flags: int) -> bytes:
         + bytes([len(lacing), *lacing])
     )
     return header + payload
+
+
+def pdf(*pages: str) -> bytes:
+    """A real PDF with one page per argument, each line of it set in Helvetica, and a correct
+    cross-reference table (as a PDF reader looks objects up)."""
+    count = len(pages)
+    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(count))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {count} >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for i, page in enumerate(pages):
+        shown = " T* ".join(f"({_pdf_escaped(line)}) Tj" for line in page.splitlines())
+        stream = f"BT /F1 12 Tf 14 TL 72 720 Td {shown} ET"
+        objects.append(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>"
+        )
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    trailer = f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return bytes(out + trailer.encode())
+
+
+def _pdf_escaped(line: str) -> str:
+    return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
 def decoded(text: str) -> bytes:

@@ -205,7 +205,7 @@ async def test_a_file_named_like_a_photo_that_is_text_is_not_sent_as_a_picture(
     content = last_user_content(llm)
     assert isinstance(content, str)  # no image parts at all
     assert content == (
-        "look\n[attached: photo.jpg (image/jpeg, 0 KB)] "
+        "look\n[attached: photo.jpg (image/jpeg, 34 bytes)] "
         "(not shown: its content is not a JPEG, PNG, GIF or WebP picture)"
     )
 

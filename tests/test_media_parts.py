@@ -384,11 +384,12 @@ async def test_a_failed_download_is_a_note_and_an_unknown_file_is_looked_at() ->
         "see",
         "[image: gone.png, could not be downloaded]",
         "[image: blob, 30x20]",
-        "[attached: doc.bin (application/octet-stream, 0 KB)]",
-        "[attached: r.pdf (application/pdf, 2 KB)]",
+        "[document: doc.bin (application/octet-stream, 8 bytes); "
+        "not read: it could not be read as a PDF (it may be damaged)]",
+        "[document: r.pdf (application/pdf, 2 KB), could not be downloaded from Test]",
     ]
     assert given.notes == ("(I could not download gone.png from Test, so I did not see it.)",)
-    assert files.fetched == ["missing", "blob", "doc"]  # never the PDF
+    assert files.fetched == ["missing", "blob", "doc", "pdf"]  # doc.bin once, for both looks
     assert given.reply("Done.") == f"{given.notes[0]}\n\nDone."
 
 

@@ -15,7 +15,9 @@ bytes are fetched from the channel here, then dropped when the turn ends.
   a message is nothing but a recording that could not be heard (no
   ``[transcription]``, a failure), the person gets a sentence saying so and the
   model is not asked at all.
-- Anything else is named in a line, as before: ``[attached: r.pdf (application/pdf, 12 KB)]``.
+- **Documents** (anything else) are saved in the workspace's inbox and, when they
+  are text or a PDF, read: the model gets a line naming each, then its text marked
+  as untrusted, and the turn starts tainted (``documents``, ``inbox``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from bot.core.conversation import BLIND_NOTE, ImagePart
 from bot.core.errors import bug_message, log_bug
 from bot.core.messages import Attachment, InboundMessage
 from bot.media.audio import clock, duration_s, is_audio, is_voice_note, upload_name
+from bot.media.documents import DocumentReader, FetchedOnce, declared_kind, size_text
 from bot.media.images import IMAGE_SUFFIXES, sniff_image
+from bot.media.inbox import Inbox
 from bot.media.transcribe import Transcriber, TranscriptionError
 
 log = logging.getLogger(__name__)
@@ -82,33 +86,45 @@ class _Gathered:
     notes: list[str] = field(default_factory=list)  # for the person, in the reply
     unheard: int = 0  # recordings (or files) that gave the model nothing to go on
     usable: int = 0  # texts and attachments the model can do something with
+    untrusted: list[str] = field(default_factory=list)  # labels of documents read
+    spoken: bool = False  # a recording was transcribed: the reply may be spoken too
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 
 
-def media_intake(config: Config, client: httpx.AsyncClient) -> MediaIntake:
-    """The intake for a config: the main model's vision, ``[media]``, ``[transcription]``."""
+def media_intake(
+    config: Config, client: httpx.AsyncClient, inbox: Inbox | None = None
+) -> MediaIntake:
+    """The intake for a config: the main model's vision, ``[media]``, ``[transcription]``,
+    and where documents are saved."""
     settings = config.transcription
     transcriber = Transcriber(settings, client) if settings.configured else None
-    return MediaIntake(config.media, vision=config.provider.sees_images, transcriber=transcriber)
+    vision = config.provider.sees_images
+    return MediaIntake(config.media, vision=vision, transcriber=transcriber, inbox=inbox)
 
 
 class MediaIntake:
     """Prepares each turn's input from the messages it answers (see the module docstring)."""
 
     def __init__(
-        self, config: MediaConfig, *, vision: bool, transcriber: Transcriber | None
+        self,
+        config: MediaConfig,
+        *,
+        vision: bool,
+        transcriber: Transcriber | None,
+        inbox: Inbox | None = None,
     ) -> None:
         self._config = config
         self._vision = vision
         self._transcriber = transcriber
+        self._documents = DocumentReader(config, inbox)
         self._told_blind: set[str] = set()
 
     async def prepare(self, messages: Sequence[InboundMessage], fetch: Fetch) -> TurnInput:
         """The input for a turn answering ``messages`` (of one chat), fetching through ``fetch``."""
-        got = _Gathered()
+        got, fetch = _Gathered(), FetchedOnce(fetch)
         parts: list[str] = []
         for message in messages:
             lines = [] if _says_nothing(message) else [message.text]
@@ -119,7 +135,8 @@ class MediaIntake:
         text = "\n\n".join(p for p in parts if p)
         if got.unheard and not got.usable:
             return TurnInput(text, answer="\n\n".join(got.notes))
-        return TurnInput(text, tuple(got.images), (*got.heard, *got.notes))
+        notes, untrusted = (*got.heard, *got.notes), tuple(got.untrusted)
+        return TurnInput(text, tuple(got.images), notes, untrusted=untrusted, spoken=got.spoken)
 
     async def _attachment(
         self, attachment: Attachment, message: InboundMessage, fetch: Fetch, got: _Gathered
@@ -127,11 +144,14 @@ class MediaIntake:
         try:
             if is_audio(attachment):
                 return await self._recording(attachment, message, fetch, got)
-            line = (
-                await self._picture(attachment, message, fetch, got)
-                if _maybe_picture(attachment)
-                else _file_line(attachment)
-            )
+            line = None
+            if _maybe_picture(attachment) and declared_kind(attachment) is None:
+                line = await self._picture(attachment, message, fetch, got)
+            if line is None:  # a document, or a file of no declared type that is no picture
+                document = await self._documents.take(attachment, message, fetch)
+                line = document.line
+                if document.untrusted:
+                    got.untrusted.append(document.untrusted)
         except Exception as exc:
             error_id = log_bug(
                 log, f"could not prepare {attachment.name} in {message.session}", exc
@@ -142,18 +162,19 @@ class MediaIntake:
 
     async def _picture(
         self, attachment: Attachment, message: InboundMessage, fetch: Fetch, got: _Gathered
-    ) -> str:
+    ) -> str | None:
+        """The line for a picture; None when a file of no declared type is not one."""
         name, declared = attachment.name, _declares_picture(attachment)
         if not self._vision:
             if not declared:
-                return _file_line(attachment)
+                return None
             if str(message.session) not in self._told_blind:
                 self._told_blind.add(str(message.session))
                 got.note(BLIND_TOLD)
             return f"{BLIND_NOTE} ({name})"
         limit = self._config.max_image_bytes
         if attachment.size > limit:
-            return self._too_big(attachment, attachment.size, got, declared)
+            return self._too_big(attachment, attachment.size, got) if declared else None
         if len(got.images) >= self._config.max_images:
             got.note(f"(I looked at the first {self._config.max_images} pictures only.)")
             return f"[image: {name}, not shown: at most {self._config.max_images} per message]"
@@ -166,20 +187,18 @@ class MediaIntake:
             )
             return f"[image: {name}, could not be downloaded]"
         if len(data) > limit:
-            return self._too_big(attachment, len(data), got, declared)
+            return self._too_big(attachment, len(data), got) if declared else None
         picture = sniff_image(data)
         if picture is None:
-            line = _file_line(attachment)
             if not declared:
-                return line
+                return None
+            line = _file_line(attachment)
             return f"{line} (not shown: its content is not a JPEG, PNG, GIF or WebP picture)"
         label = ", ".join(p for p in (name, picture.size_text) if p)
         got.images.append(ImagePart(picture.mime_type, data, label))
         return f"[image: {label}]"
 
-    def _too_big(self, attachment: Attachment, size: int, got: _Gathered, declared: bool) -> str:
-        if not declared:
-            return _file_line(attachment)
+    def _too_big(self, attachment: Attachment, size: int, got: _Gathered) -> str:
         name, size_text = attachment.name, _megabytes(size)
         limit = _megabytes(self._config.max_image_bytes)
         got.note(f"({name} is {size_text}, more than the {limit} I look at, so I did not see it.)")
@@ -223,6 +242,7 @@ class MediaIntake:
             )
             return self._unheard(got, sentence, f"[{kind}: no words could be made out]")
         got.usable += 1
+        got.spoken = True
         got.heard.append(quoted(heard.text))
         seconds = heard.duration_s if heard.duration_s is not None else duration_s(data)
         length = f", {clock(seconds)}" if seconds is not None else ""
@@ -269,7 +289,7 @@ def _maybe_picture(attachment: Attachment) -> bool:
 
 
 def _file_line(attachment: Attachment) -> str:
-    size = f"{attachment.size / 1024:.0f} KB"
+    size = size_text(attachment.size)
     return f"[attached: {attachment.name} ({attachment.mime_type}, {size})]"
 
 

@@ -1,4 +1,5 @@
-"""Files out to Telegram: a document (sendDocument) or a picture (sendPhoto), with a caption.
+"""Files out to Telegram: a document (sendDocument) or a picture (sendPhoto), with a caption,
+and spoken replies as voice messages (sendVoice).
 
 Telegram lets a bot upload files of up to 50 MB and pictures of up to 10 MB; a
 picture that is larger, or that Telegram cannot process as a photo, goes as a
@@ -7,20 +8,26 @@ as its markdown source in plain text if Telegram refuses the markup; a caption
 longer than a caption may be follows the file as an ordinary message. Uploads
 share the chat's pacing with replies; flood control and network errors are
 retried, a file Telegram calls too large is not.
+
+A voice message is the recording as the speech endpoint made it (Ogg Opus),
+answering the person's message in its topic; someone whose privacy settings
+refuse voice messages gets the recording as a file instead.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
-from telegram import Bot, InputFile, Message
+from telegram import Bot, InputFile, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError
 
 from bot.core.channel import DeliveryError
 from bot.core.delivery import Retry, send_with_retries
 from bot.core.messages import OutboundFile, OutboundMessage
+from bot.media.audio import duration_s
 from channels.telegram.client import classify, is_markup_error
 from channels.telegram.format import Piece, split_reply
 from channels.telegram.send import Sender, chat_ref
@@ -32,6 +39,7 @@ MAX_PHOTO_BYTES = 10 * 1024 * 1024
 MAX_CAPTION = 1024
 # Telegram's reasons for refusing an image as a photo that a document upload avoids.
 NOT_A_PHOTO = ("photo_invalid", "image_process_failed", "photo_ext_invalid", "photo_save")
+NO_VOICE = "voice_messages_forbidden"  # the person's privacy settings refuse voice messages
 
 
 async def send_file(bot: Bot, sender: Sender, file: OutboundFile) -> Message:
@@ -54,6 +62,44 @@ async def send_file(bot: Bot, sender: Sender, file: OutboundFile) -> Message:
             bot, OutboundMessage(file.channel, file.chat_id, file.caption, file.thread_id)
         )
     return sent
+
+
+async def send_voice(bot: Bot, sender: Sender, file: OutboundFile) -> Message:
+    """Send a recording as a voice message answering ``file.reply_to``; ``DeliveryError``
+    says why if Telegram won't (flood control and the network are retried)."""
+    if len(file.data) > MAX_UPLOAD_BYTES:
+        raise DeliveryError(
+            f"the recording is {len(file.data) / 1024 / 1024:.1f} MB; Telegram takes files "
+            f"of up to {MAX_UPLOAD_BYTES >> 20} MB from bots"
+        )
+    options: dict[str, Any] = {}
+    if file.thread_id and file.thread_id.isdigit():
+        options["message_thread_id"] = int(file.thread_id)
+    chat, _, number = (file.reply_to or "").rpartition(":")
+    if chat == file.chat_id and number.isdigit():
+        options["reply_parameters"] = ReplyParameters(int(number), allow_sending_without_reply=True)
+    seconds = duration_s(file.data)
+    voice = True
+
+    async def attempt() -> Message:
+        nonlocal voice
+        data = InputFile(file.data, filename=file.name)  # a fresh one for every attempt
+        if voice:
+            try:
+                length = math.ceil(seconds) if seconds is not None else None
+                return await bot.send_voice(chat_ref(file.chat_id), data, length, **options)
+            except BadRequest as exc:
+                if NO_VOICE not in exc.message.lower():
+                    raise
+                log.info("telegram: chat %s takes no voice messages; a file", file.chat_id)
+                voice = False
+                data = InputFile(file.data, filename=file.name)
+        return await bot.send_document(chat_ref(file.chat_id), data, **options)
+
+    async with sender.paced(file.chat_id):
+        return await send_with_retries(
+            attempt, _classify, what=f"the voice reply to {file.chat_id}"
+        )
 
 
 class _Upload:

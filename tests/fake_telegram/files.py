@@ -80,8 +80,12 @@ class FileStore:
         }
 
 
-def media_json(kind: str, stored: StoredFile) -> Json:
-    """The message fields for a document or a photo (one size; the fake does not resize)."""
+def media_json(kind: str, stored: StoredFile, duration: int = 0) -> Json:
+    """The message fields for a document, a photo (one size; the fake does not resize) or
+    a voice message (``duration`` as the bot gave it)."""
+    if kind == "voice":
+        fields = {k: v for k, v in stored.describe().items() if k != "file_name"}
+        return {"voice": {**fields, "duration": duration}}
     if kind == "photo":
         size = {k: v for k, v in stored.describe().items() if k not in ("file_name", "mime_type")}
         return {"photo": [{**size, "width": 320, "height": 320}]}

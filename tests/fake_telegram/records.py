@@ -57,7 +57,7 @@ class SentMessage:
     reply_markup: Json | None
     thread_id: int | None
     reply_to: int | None  # message_id replied to
-    kind: str = "text"  # "text", "document" or "photo"
+    kind: str = "text"  # "text", "document", "photo" or "voice"
     file_id: str | None = None
     deleted: bool = False
     edits: int = 0
