@@ -18,8 +18,9 @@ fresh HOME). Each of ``--rounds`` rounds:
    allows, so pacing never delays a sample); a sample is the time from the
    message entering the fake Telegram to the reply arriving there, both taken by
    the fake on one clock. Then throughput: ``--chats`` chats each send
-   ``--per-chat`` messages at once; replies per second from the first message to
-   the last reply. Then the bot's RSS;
+   ``--per-chat`` messages at once; messages answered per second from the first
+   message to the reply that answers the last chat's last message (PinClaw may
+   answer messages of one chat sent together in one turn). Then the bot's RSS;
 2. throughput again with ``pinclaw run`` and ``[channels.telegram] pacing =
    false``: the daemon's capacity, without the flood control the real Telegram
    needs;
@@ -98,13 +99,19 @@ class Replies:
 
         return self.telegram.wait_until(check, timeout)
 
-    def last_of(self, chats: range, count: int, timeout: float) -> float:
-        """Wait until ``chats`` hold ``count`` replies in all; when the last one arrived."""
+    def last_of(self, chats: range, last: str, timeout: float) -> float:
+        """Wait until each of ``chats`` has a reply that answers its message ``last`` (the
+        fake model repeats it); when the last of those arrived. PinClaw answers messages
+        sent together in one turn (``merge_window_ms``), so replies are not counted."""
+
+        def answered(chat: int) -> float | None:
+            calls = self.by_chat.get(chat, [])
+            return next((c.at for c in calls if str(c.params.get("text", "")).endswith(last)), None)
 
         def check() -> float | None:
             self._scan()
-            calls = [c for chat in chats for c in self.by_chat.get(chat, [])]
-            return max(c.at for c in calls) if len(calls) >= count else None
+            times = [answered(chat) for chat in chats]
+            return None if None in times else max(t for t in times if t is not None)
 
         return self.telegram.wait_until(check, timeout)
 
@@ -151,7 +158,8 @@ def latency(replies: Replies, first: int, count: int, gap: float) -> list[float]
 
 
 def throughput(replies: Replies, chats: int, per_chat: int) -> float:
-    """Replies per second when ``chats`` chats each send ``per_chat`` messages at once."""
+    """Messages answered per second when ``chats`` chats each send ``per_chat`` messages
+    at once (from the first message to the reply answering each chat's last)."""
     telegram = replies.telegram
     ids = range(FIRST_USER + 1, FIRST_USER + 1 + chats)
     users = [telegram.user(chat, f"User{chat}") for chat in ids]
@@ -159,7 +167,7 @@ def throughput(replies: Replies, chats: int, per_chat: int) -> float:
     for number in range(per_chat):
         for user in users:
             telegram.user_sends(int(user["id"]), user, f"message {number}")
-    last = replies.last_of(ids, chats * per_chat, 180)
+    last = replies.last_of(ids, f"message {per_chat - 1}", 180)
     return chats * per_chat / (last - started)
 
 

@@ -38,6 +38,7 @@ class TerminalChannel:
     """Reads stdin on a helper thread and prints replies to stdout."""
 
     name = "terminal"
+    paste_limit = 0  # a line is read whole
     own_commands = (CommandInfo("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
 
     def __init__(

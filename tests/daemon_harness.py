@@ -45,7 +45,9 @@ def daemon_config(
             "base_url": f"{llm.url}/v1",
             "max_retries": 0,
         },
-        "daemon": {"shutdown_grace_s": 0.5, **daemon},
+        # Messages are never merged (split pastes) unless a test asks: tests send
+        # several messages at once and expect an answer to each.
+        "daemon": {"shutdown_grace_s": 0.5, "merge_window_ms": 0, **daemon},
         "channels": channels,
     }
     if security is not None:

@@ -154,8 +154,10 @@ async def test_guild_messages_are_answered_only_when_addressed(
         assert str(first["message_reference"]["message_id"]) == asked["id"]
         fake.user_sends(channel, owner, "and more?", reply_to=first)
         second = (await sent_in(fake, channel, 2))[1]
-    assert second["content"] == "You said: and more?"
-    assert [r.view.last_text for r in llm.requests] == ["what's up?", "and more?"]
+    # A reply carries the message it answers (the autopilot echoes what the model read).
+    quoted = "[replying to PinClaw's earlier message: «You said: what's up?»]\nand more?"
+    assert second["content"] == f"You said: {quoted}"
+    assert [r.view.last_text for r in llm.requests] == ["what's up?", quoted]
     system = llm.requests[0].view.system
     assert "#general in PinClaw Test Guild" in system
 
@@ -274,7 +276,7 @@ async def test_slash_commands_are_answered_and_registered_only_once(
 ) -> None:
     async with daemon_on(tmp_path, llm, fake):
         await fake.await_call("PUT", r"^/applications/\d+/commands$")
-        assert [c["name"] for c in fake.commands()] == ["new", "stop", "status", "help"]
+        assert [c["name"] for c in fake.commands()] == ["new", "stop", "status", "model", "help"]
         dm = fake.dm_channel(fake.owner)["id"]
         status = fake.user_runs_command("status", channel_id=dm, user=fake.owner)
         answer = await command_answer(fake, status)

@@ -215,11 +215,12 @@ async def test_a_press_reaches_the_inbox_once_and_is_answered_as_the_core_says(
     if mode == "polling":
         assert telegram.calls("getUpdates")[-1].params["allowed_updates"] == [
             "message",
+            "edited_message",
             "callback_query",
         ]
     else:
         (hook,) = telegram.calls("setWebhook")
-        assert "callback_query" in hook.params["allowed_updates"]
+        assert {"edited_message", "callback_query"} <= set(hook.params["allowed_updates"])
 
 
 async def test_a_press_held_by_the_core_does_not_hold_up_messages(

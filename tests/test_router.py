@@ -38,7 +38,7 @@ def loaded_config(llm: FakeLLM, tmp_path: Path, **daemon: Any) -> LoadedConfig:
             "base_url": f"{llm.url}/v1",
             "max_retries": 0,
         },
-        "daemon": {"shutdown_grace_s": 0.2, **daemon},
+        "daemon": {"shutdown_grace_s": 0.2, "merge_window_ms": 0, **daemon},  # no merging
         "channels": {
             "telegram": {
                 "token": "t",

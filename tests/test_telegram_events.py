@@ -26,6 +26,9 @@ ADA = FakeTelegram.user(7001, "Ada", "ada")
 TEAM = make_chat(GROUP, "supergroup", title="Team")
 FORUM = make_chat(GROUP, "supergroup", title="Team", is_forum=True)
 BOT = {"id": 123456, "is_bot": True, "first_name": "PinClaw"}
+BOT_ME = BotIdentity(123456, "pinclaw_bot")
+PHOTO = [{"file_id": "p", "file_unique_id": "pu", "width": 9, "height": 9}]
+BOT_PHOTO = {"message_id": 8, "from": BOT, "chat": TEAM, "date": 0, "photo": PHOTO}
 
 
 def group_message(text: str, **fields: Any) -> dict[str, Any]:
@@ -105,13 +108,47 @@ def test_topics_replies_and_what_is_ignored() -> None:
     answer = normalised(group_message("thanks", chat=FORUM, reply_to_message=bots))
     assert answer is not None and (answer.reply_to_bot, answer.reply_to_id) == (True, f"{GROUP}:9")
     assert normalised(group_message("", new_chat_title="renamed")) is None
-    assert (
-        normalise(
-            Update.de_json({"update_id": 2, "edited_message": group_message("x")}, None),
-            BotIdentity(1, "b"),
-        )
-        is None
+    post = {"message_id": 3, "chat": make_chat(-100777, "channel"), "date": 0, "text": "x"}
+    assert normalise(Update.de_json({"update_id": 2, "channel_post": post}, None), BOT_ME) is None
+
+
+def test_an_edited_message_is_an_edit_of_the_original_with_an_id_per_edit() -> None:
+    def edit(text: str, at: int) -> InboundMessage | None:
+        message = group_message(text, edit_date=at)
+        return normalise(Update.de_json({"update_id": 3, "edited_message": message}, None), BOT_ME)
+
+    first, again, other = (
+        edit("@pinclaw_bot fixed", 100),
+        edit("@pinclaw_bot fixed", 100),
+        edit("@pinclaw_bot fixed twice", 100),
     )
+    assert first is not None and again is not None and other is not None
+    assert (first.edit_of, first.text, first.sent_at) == (f"{GROUP}:10", "fixed", 100.0)
+    assert first.message_id == again.message_id  # a redelivery: stored once
+    assert first.message_id is not None and first.message_id.startswith(f"{GROUP}:10:edit:100:")
+    assert other.message_id != first.message_id  # two edits within one second differ
+    assert first.mentioned  # access rules apply as to any message: addressed by its mention
+
+
+def test_a_reply_carries_the_quoted_part_or_the_whole_text_cut_at_2000() -> None:
+    bens = {"message_id": 9, "from": FakeTelegram.user(7003, "Ben"), "chat": TEAM, "date": 0}
+    whole = normalised(group_message("hm", reply_to_message={**bens, "text": "a long story"}))
+    assert whole is not None
+    assert (whole.quoted_text, whole.quoted_from) == ("a long story", "Ben")
+    assert whole.quotes == "a message quoted from Ben"
+    part = normalised(
+        group_message(
+            "hm",
+            reply_to_message={**bens, "text": "a long story"},
+            quote={"text": "long", "position": 2},
+        )
+    )
+    assert part is not None and part.quoted_text == "long"
+    caption = normalised(group_message("hm", reply_to_message={**BOT_PHOTO, "caption": "y" * 2500}))
+    assert caption is not None and caption.quoted_from == "PinClaw" and caption.quotes == ""
+    assert caption.quoted_text == "y" * 2000 + " … (cut)"
+    plain = normalised(group_message("no reply"))
+    assert plain is not None and (plain.quoted_text, plain.quoted_from) == ("", "")
 
 
 def test_errors_are_classified_and_retry_after_read_without_warnings(

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from bot.agent.dispatch import ToolDispatch
 from bot.agent.history import HistoryStore, TurnRecord
 from bot.agent.history_trim import repair_history, trim_history
-from bot.agent.progress import ProgressSink, Redact, describe_calls
+from bot.agent.progress import ProgressLine, ProgressSink, Redact
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor
 from bot.agent.usage_meter import UsageMeter
@@ -47,6 +47,7 @@ class TurnResult:
     usage: Usage
     rounds: int
     tool_calls: int
+    turn_id: int | None = None  # the stored turn (None: refused before it began)
 
 
 class TurnMemory(Protocol):
@@ -142,6 +143,8 @@ class Agent:
         on_progress: ProgressSink | None = None,
         images: Sequence[ImagePart] = (),
         taint: Taint | None = None,
+        provider: Provider | None = None,
+        settings: ModelSettings | None = None,
     ) -> TurnResult:
         """Answer one message. Provider failures propagate as ``ProviderError``.
 
@@ -150,9 +153,12 @@ class Agent:
         interrupted attempt left in history. A scheduled turn may keep its
         history apart from the chat it answers in (``history_key``); ``origin``
         says who started it ("chat", "cron:NAME", "heartbeat"). Streamed reply
-        text goes to ``on_text``, and a line saying what runs to ``on_progress``
-        before each round of tools (tool arguments only in direct chats).
+        text goes to ``on_text``, and a line saying what each round's tools are doing
+        (waiting for approval, running) to ``on_progress`` (arguments only in direct
+        chats). A chat that chose another model passes its ``provider`` (and that model's
+        ``settings``) to be asked instead of the main one.
         """
+        model = _Model(provider or self._provider, settings or self._model)
         started = time.monotonic()
         discard = replayed and inbound_id is not None
         if discard and await self._history.discard_unfinished(inbound_id or 0):
@@ -171,9 +177,8 @@ class Agent:
         background = self._observe(message, session_id, origin)
         turn_id = await self._history.begin_turn(session_id, inbound_id, [user], message.sender_id)
         turn: list[ChatMessage] = [user]
-        ctx = self._context(message, origin, inbound_id, earlier, taint)
-        usage, calls_made, status = Usage(), 0, "failed"
-        rounds = 0
+        ctx = self._context(message, origin, inbound_id, earlier, taint, on_progress)
+        usage, calls_made, status, rounds = Usage(), 0, "failed", 0
         last: list[ChatMessage] = []  # stored together with the turn's outcome
         try:
             limit = self._settings.max_tool_iterations
@@ -184,21 +189,21 @@ class Agent:
                     [*earlier, *turn], self._settings.history_budget_tokens, protected=len(turn)
                 )
                 completion = await self._ask(
-                    system, messages, on_text, message, origin, turn_id, background
+                    model, system, messages, on_text, message, origin, turn_id, background
                 )
                 usage += completion.usage
                 text = without_surrogates(completion.text)  # as it is stored and sent
                 reply = ChatMessage("assistant", text, completion.tool_calls)
                 if not completion.tool_calls:
                     status, last = "done", [reply]
-                    return TurnResult(text, "done", usage, rounds, calls_made)
+                    return TurnResult(text, "done", usage, rounds, calls_made, turn_id)
                 await self._history.append(session_id, [reply], turn_id)
                 turn.append(reply)
                 calls_made += len(completion.tool_calls)
                 if rounds == limit:
                     results = [_not_run(call, limit) for call in completion.tool_calls]
                 else:
-                    results = await self._run_tools(completion.tool_calls, ctx, on_progress)
+                    results = await self._run_tools(completion.tool_calls, ctx)
                 await self._history.append(session_id, results, turn_id)
                 turn.extend(results)
             text = (
@@ -207,14 +212,14 @@ class Agent:
                 "Try a smaller request, or ask me to continue."
             )
             status, last = "iteration_limit", [ChatMessage("assistant", text)]
-            return TurnResult(text, "iteration_limit", usage, rounds, calls_made)
+            return TurnResult(text, "iteration_limit", usage, rounds, calls_made, turn_id)
         except asyncio.CancelledError:
             status = "interrupted"
             raise
         finally:
             if not self._depth:  # a sub-agent's work is part of its caller's turn
                 count_turn(status, time.monotonic() - started)
-            record = TurnRecord(status, usage, self._provider.label, rounds, calls_made)
+            record = TurnRecord(status, usage, model.provider.label, rounds, calls_made)
             ended = self._history.end_turn(session_id, turn_id, record, last)
             await asyncio.shield(asyncio.gather(*background, ended))
             log.info(
@@ -235,9 +240,11 @@ class Agent:
         inbound_id: int | None,
         earlier: Sequence[ChatMessage],
         taint: Taint | None,
+        on_progress: ProgressSink | None = None,
     ) -> ToolContext:
         """What the turn's tool calls get, its taint holding the untrusted content already in
-        the context: a forwarded or quoted message, marked results in the history."""
+        the context: a forwarded or quoted message, marked results and documents in the
+        history."""
         ctx = ToolContext(
             session=message.session,
             workspace=self._workspace,
@@ -250,9 +257,15 @@ class Agent:
             inbound_id=inbound_id,
             send_file=self._files(message.session) if self._files is not None else None,
             taint=taint if taint is not None else Taint(),
+            # The progress line follows each call (arguments only in direct chats).
+            on_call=ProgressLine(on_progress, self._redact if message.is_direct else None)
+            if on_progress is not None
+            else None,
         )
         ctx.taint.add(message.quotes)
-        ctx.taint.extend(marked_sources(m.content for m in earlier if m.role == "tool"))
+        # Tool results and documents people sent (their text is marked in the user's message).
+        marked = (m.content for m in earlier if m.role in ("tool", "user"))
+        ctx.taint.extend(marked_sources(marked))
         return ctx
 
     async def _before(
@@ -300,6 +313,7 @@ class Agent:
 
     async def _ask(
         self,
+        model: _Model,
         system: str,
         messages: list[ChatMessage],
         on_text: TextSink | None,
@@ -312,15 +326,15 @@ class Agent:
         ``pinclaw usage`` and budgets (recorded in the ``background`` of the turn, which
         waits for it at its end, stopped or not: the call was paid for)."""
         completion = await self._dispatch.complete(
-            self._provider,
+            model.provider,
             system,
             messages,
             self._tools.specs(),
-            max_tokens=self._model.max_tokens,
-            temperature=self._model.temperature,
+            max_tokens=model.settings.max_tokens,
+            temperature=model.settings.temperature,
             on_text=on_text,
         )
-        label = completion.provider or self._provider.label
+        label = completion.provider or model.provider.label
         usage = completion.usage
         count_model_call(label, usage.input_tokens, usage.output_tokens)
         if self._usage is not None:
@@ -361,13 +375,22 @@ class Agent:
             "in the last 24 hours). Please try again later."
         )
 
-    async def _run_tools(
-        self, calls: Sequence[ToolCall], ctx: ToolContext, on_progress: ProgressSink | None = None
-    ) -> list[ChatMessage]:
-        if on_progress is not None:  # arguments are shown in direct chats only
-            on_progress(describe_calls(calls, self._redact if ctx.is_direct else None))
+    async def _run_tools(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ChatMessage]:
+        progress = ctx.on_call if isinstance(ctx.on_call, ProgressLine) else None
+        if progress is not None:  # the gate reports each call as it waits, runs, ends
+            progress.begin(calls)
         results = await asyncio.gather(*(self._tools.execute(call, ctx) for call in calls))
+        if progress is not None:
+            progress.settle()
         return [_result_message(call, result) for call, result in zip(calls, results, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """The provider a turn asks and its request settings."""
+
+    provider: Provider
+    settings: ModelSettings
 
 
 class _SessionOf:

@@ -55,21 +55,25 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
     from bot.approvals.approvers import Approvers
     from bot.daemon.approvals import approval_service
     from bot.daemon.files_out import file_outlet
+    from bot.daemon.models import ChatModels
     from bot.daemon.router import Router
+    from bot.daemon.usage_footer import usage_footer
     from bot.store.inbound import InboundStore
+    from bot.store.kv import KeyValueStore
     from bot.store.owner_inbox import OwnerInbox
     from channels.terminal import TerminalChannel
 
     async with open_app(loaded) as app:
         resume_collector()
-        inbound = InboundStore(app.db)
+        inbound, state = InboundStore(app.db), KeyValueStore(app.db)
         await inbound.setup()
+        await state.setup()
         user = login_name()
         channel = TerminalChannel(chat_id=session, user=user, stream=loaded.config.agent.stream)
         app.agent.send_files_with(file_outlet({channel.name: channel}))
-        approvals = await approval_service(
-            app, loaded, {channel.name: channel}, Approvers({}, local={channel.name: [user]})
-        )
+        approvers = Approvers({}, local={channel.name: [user]})
+        approvals = await approval_service(app, loaded, {channel.name: channel}, approvers)
+        assert app.client is not None, "open_app gives every App its client"
         router = Router(
             agent=app.agent,
             channels={channel.name: channel},
@@ -77,6 +81,8 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
             settings=loaded.config.daemon,
             model_label=loaded.config.provider.label,
             approvals=approvals,
+            models=ChatModels(loaded.config, app.client, state, approvers),
+            footer=usage_footer(loaded.config, app.usage),
         )
         if sys.stdin.isatty():
             print(

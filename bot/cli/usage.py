@@ -152,16 +152,11 @@ def _cells(total: UsageTotal) -> list[str]:
 
 
 def _cost(total: UsageTotal) -> str:
+    from bot.store.usage import money
+
     if total.cost is None:
         return "-"
     return money(total.cost) + ("*" if total.unpriced else "")
-
-
-def money(cost: float) -> str:
-    """A cost with the digits that matter: 12.35, 0.4210, 0.000549."""
-    if cost >= 10:
-        return f"{cost:,.2f}"
-    return f"{cost:.4f}" if cost >= 0.01 or cost == 0 else f"{cost:.6f}"
 
 
 def _print_json(

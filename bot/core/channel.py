@@ -230,6 +230,16 @@ class FileChannel(Protocol):
         ...
 
 
+@runtime_checkable
+class VoiceChannel(Protocol):
+    """A channel that can deliver a spoken reply (a voice message, or an audio file)."""
+
+    async def send_voice(self, file: OutboundFile) -> None:
+        """Deliver the recording ``file`` (Ogg Opus) as a reply to ``file.reply_to`` where
+        the platform can; ``DeliveryError`` saying why if it cannot."""
+        ...
+
+
 class ReplySink(Protocol):
     """Where one streamed reply goes: its text as the model writes it (a ``TextSink``),
     a progress line while tools run, and at the end the whole reply (``bot.core.draft``)."""

@@ -1,10 +1,11 @@
-"""Chat commands every channel understands: /new, /stop, /status, /help (and the typed
-/approve and /link). A channel may understand more of its own (the terminal's /quit),
+"""Chat commands every channel understands: /new, /stop, /status, /model, /help (and the
+typed /approve and /link). A channel may understand more of its own (the terminal's /quit),
 which its ``own_commands`` lists for /help.
 
 Adapters register ``CHAT_COMMANDS`` natively where the platform has commands
 (Telegram's command list, Discord application commands, a Slack slash command)
-and turn them into messages whose text starts with the command. Any other
+and turn them into messages whose text starts with the command (and its argument,
+for a command that takes one: ``/model gpt-4o``). Any other
 ``/word`` is answered with the list of commands, never sent to the model.
 """
 
@@ -16,16 +17,25 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class CommandInfo:
-    """A command's name (without the slash) and the one line people see."""
+    """A command's name (without the slash) and the one line people see; ``argument``
+    names the optional text a command takes (a Discord option), with its ``argument_help``."""
 
     name: str
     description: str
+    argument: str = ""
+    argument_help: str = ""
 
 
 CHAT_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("new", "Start a fresh conversation"),
     CommandInfo("stop", "Stop the answer in progress"),
     CommandInfo("status", "Show whether PinClaw is connected and busy"),
+    CommandInfo(
+        "model",
+        "List the models, or switch this chat's model",
+        argument="name",
+        argument_help="A model from the list, or default",
+    ),
     CommandInfo("help", "List the commands"),
 )
 _NAMES = {c.name for c in CHAT_COMMANDS} | {"start", "approve", "link"}
@@ -39,11 +49,16 @@ def help_text(own: tuple[CommandInfo, ...] = ()) -> str:
     channel asked understands (the terminal's /quit)."""
     return (
         "Commands:\n"
-        + "\n".join(f"/{c.name} - {c.description}" for c in CHAT_COMMANDS)
+        + "\n".join(f"/{_usage(c)} - {c.description}" for c in CHAT_COMMANDS)
         + "\n/approve ID once|person|always|deny - decide on an approval request by typing"
         + "\n/link CODE - link this account to you (the code comes from `pinclaw people link`)"
         + "".join(f"\n/{c.name} - {c.description}" for c in own)
     )
+
+
+def _usage(command: CommandInfo) -> str:
+    """How a command is typed: ``model [NAME]``."""
+    return f"{command.name} [{command.argument.upper()}]" if command.argument else command.name
 
 
 def parse_command(text: str) -> tuple[str, str] | None:

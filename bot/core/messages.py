@@ -148,6 +148,7 @@ class OutboundFile:
     thread_id: str | None = None
     as_photo: bool = False
     path: str = ""
+    reply_to: str | None = None  # the message it answers, as ``OutboundMessage.reply_to``
 
 
 # What no text from a chat should carry: lone surrogates (half of an emoji; no UTF-8
@@ -224,3 +225,17 @@ def too_long(text: str, limit: int) -> str | None:
 
 def _kib(size: int) -> str:
     return f"{size / 1024:.1f} KiB" if size < 10 * 1024 else f"{size / 1024:,.0f} KiB"
+
+
+QUOTE_LIMIT = 2000  # characters of an earlier message kept when a reply quotes it
+
+
+def quote_excerpt(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """The quoted text of an earlier message, cut after ``limit`` characters (and then
+    marked as cut, so the model knows it read only the start)."""
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit].rstrip()} … (cut)"
+
+
+BOT_AUTHOR = "PinClaw"
+"""``quoted_from`` of a reply to one of the bot's own messages."""

@@ -9,6 +9,7 @@ refusal carries a reason for the log.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from typing import Literal
 from bot.config.channel import ChannelSettings
 from bot.core.messages import InboundMessage
 from bot.store.pairing import PairingStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +72,22 @@ class AccessControl:
 def _keyword_pattern(keywords: list[str]) -> re.Pattern[str]:
     words = "|".join(re.escape(k) for k in keywords if k.strip())
     return re.compile(rf"(?<!\w)(?:{words})(?!\w)", re.IGNORECASE)
+
+
+async def pairing_offer(pairing: PairingStore, message: InboundMessage, reason: str) -> str:
+    """The pairing code for a stranger's first message, as the reply to send ("" when a
+    code was sent already or too many wait: the message is dropped, with a log line)."""
+    outcome = await pairing.request(
+        message.channel, message.sender_id, message.sender_name, message.chat_id
+    )
+    if outcome.kind != "new" or outcome.request is None:
+        why = "a code was already sent" if outcome.kind == "waiting" else "too many codes wait"
+        log.info("dropped message on %s: %s; %s", message.channel, reason, why)
+        return ""
+    code = outcome.request.code
+    log.info("%s: %s; sent pairing code %s", message.channel, reason, code)
+    return (
+        "Hi! I only talk with people my owner knows.\n\n"
+        f"Your pairing code is **{code}**. Send it to the owner; they can let you in with "
+        f"`pinclaw pairing approve {code}`. The code expires in 1 hour."
+    )

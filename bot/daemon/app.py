@@ -41,6 +41,7 @@ from bot.store.usage import UsageStore
 from tools.memory import memory_tools
 
 if TYPE_CHECKING:  # each of these is loaded only when the config uses it
+    from bot.daemon.voice import VoiceReplies
     from bot.hardware.history import SensorHistory
     from bot.mcp.manager import McpManager
     from bot.media.prepare import MediaIntake
@@ -71,11 +72,30 @@ class App:
 
     @functools.cached_property
     def media(self) -> MediaIntake:
-        """Pictures and voice for chat turns, by the config and the main model's vision."""
+        """Pictures, voice and documents for chat turns, by the config and the main model's
+        vision; documents are saved in the workspace's inbox."""
+        from bot.media.inbox import Inbox
         from bot.media.prepare import media_intake
 
         assert self.client is not None, "open_app gives every App its client"
-        return media_intake(self.loaded.config, self.client)
+        loaded = self.loaded
+        inbox = Inbox(
+            loaded.workspace,
+            loaded.config.media.inbox_dir,
+            loaded.timezone(),
+            Provenance(self.db, self.security.paths.roots),  # saved documents are untrusted
+        )
+        return media_intake(loaded.config, self.client, inbox)
+
+    @functools.cached_property
+    def voice(self) -> VoiceReplies | None:
+        """Answers by voice for chat turns; None while ``[speech]`` is off."""
+        if not self.loaded.config.speech.configured:
+            return None
+        from bot.daemon.voice import voice_replies
+
+        assert self.client is not None, "open_app gives every App its client"
+        return voice_replies(self.loaded.config.speech, self.client)
 
 
 @asynccontextmanager

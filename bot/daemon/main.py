@@ -39,11 +39,13 @@ from bot.daemon.cron import Scheduling, scheduling
 from bot.daemon.files_out import file_outlet
 from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
+from bot.daemon.models import ChatModels
 from bot.daemon.router import Router
 from bot.daemon.stopping import CANCEL_WAIT_S, CHANNELS_S, CLOSE_S, cancel_within, within
 from bot.daemon.storage import StorageWatch, storage_watch
 from bot.daemon.supervisor import supervise
 from bot.daemon.triggers import trigger_service
+from bot.daemon.usage_footer import usage_footer
 from bot.daemon.web import WebEndpoint
 from bot.panel.context import PanelDeps
 from bot.security.audit import AuditLog
@@ -148,6 +150,7 @@ class Daemon:
             approvers = Approvers(settings, pairing, people=app.people)
             approvals = await approval_service(app, loaded, channels, approvers, inbound)
             storage = await storage_watch(loaded.data_dir, app.db, state, channels, approvers)
+            assert app.client is not None, "open_app gives every App its client"
             router = Router(
                 agent=app.agent,
                 channels=channels,
@@ -160,6 +163,9 @@ class Daemon:
                 linking=Linking(app.people, pairing, app.memory),
                 media=app.media,
                 storage=storage,
+                voice=app.voice,
+                models=ChatModels(loaded.config, app.client, state, approvers),
+                footer=usage_footer(loaded.config, app.usage),
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
             assert timers.outbox is not None

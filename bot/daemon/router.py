@@ -16,14 +16,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections.abc import Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.loop import Agent, TurnResult
 from bot.agent.prompt import describe_chat
 from bot.approvals.service import ApprovalService
-from bot.approvals.texts import parse_choice
 from bot.config import DaemonConfig
 from bot.core.channel import (
     ButtonPress,
@@ -34,19 +32,29 @@ from bot.core.channel import (
     ShuttingDown,
     StreamingChannel,
 )
-from bot.core.chat_commands import UNKNOWN, help_text, parse_command
+from bot.core.chat_commands import parse_command
 from bot.core.conversation import ImagePart
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
-from bot.daemon.access import AccessControl
+from bot.core.taint import Taint
+from bot.daemon.access import AccessControl, pairing_offer
+from bot.daemon.commands import ChatCommands
+from bot.daemon.edits import Edits
 from bot.daemon.linking import Linking
+from bot.daemon.merging import Gatherer, pasted
+from bot.daemon.models import ChatModels
+from bot.daemon.quoting import with_quoted_sources
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
-from bot.daemon.status import describe_status
 from bot.daemon.stopping import CANCEL_WAIT_S
 from bot.daemon.storage import StorageWatch, full_reason
+from bot.daemon.usage_footer import UsageFooter
+from bot.media.documents import with_attachments
 from bot.media.prepare import MediaIntake, TurnInput
-from bot.store.inbound import InboundStatus, InboundStore
+from bot.store.inbound import InboundStatus, InboundStore, StoredInbound
 from bot.store.pairing import PairingStore
+
+if TYPE_CHECKING:  # loaded only when [speech] is set up
+    from bot.daemon.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +81,14 @@ class Router:
         linking: Linking | None = None,
         media: MediaIntake | None = None,
         storage: StorageWatch | None = None,
+        models: ChatModels | None = None,
+        footer: UsageFooter | None = None,
+        voice: VoiceReplies | None = None,
     ) -> None:
+        self._voice = voice  # without it, replies are text only
         self._storage = storage  # without it, a full disk fails like any other error
+        self._models = models  # without it, every chat uses the main model (no /model)
+        self._footer = footer  # with it, chat replies end with their tokens and cost
         self._media = media  # without it, attachments are only named to the model
         self._linking = linking
         self._approvals = approvals
@@ -84,16 +98,25 @@ class Router:
         self._settings = settings
         self._access = access
         self._pairing = pairing
-        self._model_label = model_label
         self._runner = SessionRunner(
             self._turn,
             max_concurrent=settings.max_concurrent_turns,
             busy_mode=settings.busy_mode,
             on_dropped=self._mark_stopped,
         )
+        limits = {name: getattr(c, "paste_limit", 0) for name, c in channels.items()}
+        self._gather = Gatherer(self._runner, window_ms=settings.merge_window_ms, limits=limits)
+        self._edits = Edits(inbound, self._runner, storage)
+        self._commands = ChatCommands(
+            agent=agent,
+            runner=self._runner,
+            channels=channels,
+            model_label=model_label,
+            approvals=approvals,
+            models=models,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._started = time.time()
 
     async def put(self, message: InboundMessage) -> bool:
         """The inbox: store and queue ``message``; False if it was delivered before."""
@@ -140,6 +163,10 @@ class Router:
                 len(message.text.encode()),
             )
             self._spawn(self._reply(message, note))
+            return True
+        if message.edit_of is not None:  # an edit: replaces a waiting text, or corrects
+            if job := await self._edits.take(message, self._gather):
+                self._dispatch(job)
             return True
         row = await self._record(message)
         if row is None:
@@ -211,30 +238,44 @@ class Router:
         messages are queued, so replies do not go out while it is still connecting.
         """
         max_age = self._settings.max_message_age_s
-        waited: set[str] = set()
+        answer: dict[str, list[StoredInbound]] = {}
+        skipped: list[tuple[StoredInbound, str]] = []
         for stored in await self._inbound.pending():
             message = stored.message
-            channel = self._channels.get(message.channel)
             age = message.age()
-            if channel is None or (max_age and age > max_age):
-                why = "its channel is not enabled" if channel is None else f"it is {age:.0f} s old"
+            if message.channel not in self._channels:
+                skipped.append((stored, "its channel is not enabled"))
+            elif max_age and age > max_age:
+                skipped.append((stored, f"it is {age:.0f} s old"))
+            else:
+                answer.setdefault(message.channel, []).append(stored)
+        # What their senders send meanwhile waits for them (a split paste's last part).
+        self._gather.expect(stored.message for group in answer.values() for stored in group)
+        try:
+            for stored, why in skipped:
                 log.warning(
-                    "not answering message %s from before the restart: %s", message.message_id, why
+                    "not answering message %s from before the restart: %s",
+                    stored.message.message_id,
+                    why,
                 )
                 await self._inbound.mark(stored.id, "skipped", why)
-                continue
-            if message.channel not in waited:
-                waited.add(message.channel)
-                if not await channel.status.wait_connected(channel_timeout_s):
-                    log.warning(
-                        "%s is not connected yet; replayed replies may wait", message.channel
+            for name, group in answer.items():
+                if not await self._channels[name].status.wait_connected(channel_timeout_s):
+                    log.warning("%s is not connected yet; replayed replies may wait", name)
+                for stored in group:
+                    log.info(
+                        "answering message %s left unanswered before the restart",
+                        stored.message.message_id,
                     )
-            log.info("answering message %s left unanswered before the restart", message.message_id)
-            self._dispatch(Job(stored.id, message, replayed=True))
+                    self._dispatch(Job(stored.id, stored.message, replayed=True))
+                self._gather.replayed(name)
+        finally:
+            self._gather.replayed()
 
     async def drain(self) -> None:
         """Wait until every accepted message has been handled."""
-        while self._tasks or self._runner.busy():
+        while self._tasks or self._runner.busy() or self._gather.holding():
+            await self._gather.settled()
             await self._runner.idle()
             if self._tasks:
                 await asyncio.gather(*list(self._tasks), return_exceptions=True)
@@ -242,6 +283,7 @@ class Router:
     async def shutdown(self, grace_s: float) -> None:
         """Refuse new messages; let running turns finish within ``grace_s``, then interrupt them."""
         self._closing = True
+        self._gather.close()  # held messages stay pending: answered after the next start
         await asyncio.gather(self._runner.shutdown(grace_s), self._finish_tasks(grace_s))
 
     async def _finish_tasks(self, grace_s: float) -> None:
@@ -254,58 +296,18 @@ class Router:
                 await asyncio.wait(late, timeout=CANCEL_WAIT_S)
 
     def _dispatch(self, job: Job) -> None:
-        command = parse_command(job.message.text)
+        # A message that fills half the platform's limit is text (a paste), never a command.
+        long = self._gather.may_continue(job.message)
+        command = None if long else parse_command(job.message.text)
         if command is None:
-            self._runner.submit(job)
+            self._gather.add(job)  # held a moment when it may be one part of a split paste
         else:
+            self._gather.flush(job.message)  # what the sender sent before goes first
             self._spawn(self._command(job, *command))
 
     async def _command(self, job: Job, name: str, args: str) -> None:
-        message = job.message
-        if name == "new":
-            await self._agent.new_session(message)
-            text = "Started a fresh conversation."
-        elif name == "stop":
-            stopped = await self._runner.stop(message.session)
-            text = "Stopped." if stopped else "Nothing to stop."
-        elif name == "approve":
-            text = await self._approve(message, args)
-        elif name == "link":
-            text = (
-                "Linking is for chat accounts: run `pinclaw people link`, then send "
-                "/link CODE from the account to link, in a private chat with me."
-            )
-        elif name == "status":
-            text = describe_status(
-                started=self._started,
-                model=self._model_label,
-                channels=[c.status for c in self._channels.values()],
-                running=self._runner.is_running(message.session),
-                waiting=self._runner.waiting(message.session),
-            )
-        elif name == UNKNOWN:
-            text = f"That is not one of my commands.\n\n{self._help(message.channel)}"
-        else:
-            text = self._help(message.channel)
-        await self._finish([job], self._channels[message.channel], text)
-
-    def _help(self, channel: str) -> str:
-        """The command list, with the commands only ``channel`` understands (``own_commands``)."""
-        return help_text(getattr(self._channels[channel], "own_commands", ()))
-
-    async def _approve(self, message: InboundMessage, args: str) -> str:
-        words = args.split()
-        choice = parse_choice(words[1]) if len(words) > 1 else "once"
-        if not words or choice is None or self._approvals is None:
-            return "Usage: /approve ID once|always|deny (the ID is in the request)"
-        reply = await self._approvals.decide(
-            words[0],
-            choice,
-            user_id=message.sender_id,
-            user_name=message.sender_name or message.sender_id,
-            channel=message.channel,
-        )
-        return reply.text
+        text = await self._commands.answer(job.message, name, args)
+        await self._finish([job], self._channels[job.message.channel], text)
 
     async def _turn(self, jobs: list[Job]) -> None:
         if jobs[0].scheduled is not None:
@@ -334,9 +336,18 @@ class Router:
                 if given.text != message.text:
                     message = dataclasses.replace(message, text=given.text)
                 text = given.answer  # set when there is nothing for the model (a voice note)
+                answer = None
                 if text is None:
-                    text = given.reply(await self._answer(message, jobs[0], sink, given.images))
-                await self._finish(jobs, channel, text, sink)
+                    answer, result = await self._answer(
+                        message, jobs[0], sink, given.images, given.untrusted
+                    )
+                    text = given.reply(answer)
+                    if self._footer is not None and result is not None:
+                        text = await self._footer.under(text, result.turn_id)
+                delivered = await self._finish(jobs, channel, text, sink)
+                voice = self._voice  # the reply said too, when [speech] asks (bot.daemon.voice)
+                if delivered and answer is not None and voice and voice.wanted(given.spoken):
+                    await voice.say(channel, message, answer)
         except asyncio.CancelledError as exc:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
@@ -369,10 +380,13 @@ class Router:
     async def _take_in(self, jobs: list[Job], channel: Channel) -> TurnInput:
         """What the model gets from the jobs' messages: pictures and transcripts (fetched
         now, never stored with the inbound message), or just the files' names."""
-        messages = [job.message for job in jobs]
+        # Corrections and quoted replies as the model reads them; a split paste joined back.
+        messages = pasted([await self._edits.for_model(job) for job in jobs])
         if self._media is None:
-            return TurnInput("\n\n".join(with_attachments(m) for m in messages))
-        return await self._media.prepare(messages, channel.fetch)
+            given = TurnInput("\n\n".join(with_attachments(m) for m in messages))
+        else:
+            given = await self._media.prepare(messages, channel.fetch)
+        return with_quoted_sources(given, messages)  # someone else's words: the turn is tainted
 
     async def _answer(
         self,
@@ -380,8 +394,11 @@ class Router:
         job: Job,
         sink: ReplySink | None,
         images: tuple[ImagePart, ...] = (),
-    ) -> str:
+        untrusted: tuple[str, ...] = (),
+    ) -> tuple[str, TurnResult | None]:
+        """The model's answer (or a sentence saying why there is none) and the turn's result."""
         try:
+            chosen = await self._models.for_turn(message.session) if self._models else None
             result = await self._agent.run_turn(
                 message,
                 channel_context=describe_chat(message),
@@ -390,21 +407,24 @@ class Router:
                 replayed=job.replayed,
                 on_progress=sink.status if sink is not None else None,
                 images=images,
+                taint=Taint(list(untrusted)),  # documents read: the turn starts tainted
+                provider=chosen.provider if chosen else None,
+                settings=chosen.settings if chosen else None,
             )
         except UserError as exc:
             log.warning("turn in %s failed: %s", message.session, exc)
-            return f"Sorry, I could not answer: {exc}"
+            return f"Sorry, I could not answer: {exc}", None
         except Exception as exc:
             if self._storage is not None and full_reason(exc) is not None:
                 raise  # not a bug: the turn is tried again once there is space
-            return bug_message(log_bug(log, f"turn in {message.session} crashed", exc))
-        return result.text or "(the model sent an empty reply)"
+            return bug_message(log_bug(log, f"turn in {message.session} crashed", exc)), None
+        return result.text or "(the model sent an empty reply)", result
 
     async def _finish(
         self, jobs: list[Job], channel: Channel, text: str, sink: ReplySink | None = None
-    ) -> None:
+    ) -> bool:
         """Deliver the reply to the last job's message (into its streamed draft, if one is
-        shown) and record the outcome of all jobs."""
+        shown) and record the outcome of all jobs; whether it was delivered."""
         message = jobs[-1].message
         reply = OutboundMessage.reply(message, text)
         status: InboundStatus
@@ -417,6 +437,7 @@ class Router:
             status, note = "answered", ""
         for job in jobs:
             await self._mark(job.row_id, status, note)
+        return status == "answered"
 
     async def _mark(self, row_id: int, status: InboundStatus, note: str = "") -> None:
         """Record a message's outcome; while the data folder is full, wait for space (the
@@ -452,22 +473,9 @@ class Router:
             await self._reply(message, text)
 
     async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
-        if self._pairing is None:
+        text = await pairing_offer(self._pairing, message, reason) if self._pairing else ""
+        if not text:
             return
-        outcome = await self._pairing.request(
-            message.channel, message.sender_id, message.sender_name, message.chat_id
-        )
-        if outcome.kind != "new" or outcome.request is None:
-            why = "a code was already sent" if outcome.kind == "waiting" else "too many codes wait"
-            log.info("dropped message on %s: %s; %s", message.channel, reason, why)
-            return
-        code = outcome.request.code
-        log.info("%s: %s; sent pairing code %s", message.channel, reason, code)
-        text = (
-            "Hi! I only talk with people my owner knows.\n\n"
-            f"Your pairing code is **{code}**. Send it to the owner; they can let you in with "
-            f"`pinclaw pairing approve {code}`. The code expires in 1 hour."
-        )
         try:
             await self._channels[message.channel].send(OutboundMessage.reply(message, text))
         except DeliveryError as exc:
@@ -485,15 +493,5 @@ class Router:
 
 
 def _is_link(message: InboundMessage) -> bool:
-    command = parse_command(message.text)
-    return command is not None and command[0] == "link"
-
-
-def with_attachments(message: InboundMessage) -> str:
-    """The message text, with a line naming any files that came with it."""
-    if not message.attachments:
-        return message.text
-    files = ", ".join(
-        f"{a.name} ({a.mime_type}, {a.size / 1024:.0f} KB)" for a in message.attachments
-    )
-    return f"{message.text}\n[attached: {files}]".strip()
+    command = parse_command(message.text)  # an edit never runs a command (``Edits``)
+    return command is not None and command[0] == "link" and message.edit_of is None

@@ -4,7 +4,8 @@ Each session with work has one worker task that takes its queued messages in
 arrival order; a global limit caps how many turns run at once. A message that
 arrives while its session is busy waits in the queue (``busy_mode = "queue"``)
 or is answered together with the other waiting ones in the next turn
-(``"collect"``). ``stop`` cancels a session's running turn and drops what waits;
+(``"collect"``); an edit of a waiting message changes it in place
+(``replace_waiting``). ``stop`` cancels a session's running turn and drops what waits;
 ``shutdown`` lets running turns finish for a grace period, then cancels them.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,6 +48,10 @@ class Job:
     message: InboundMessage
     replayed: bool = False  # left unanswered before a restart
     scheduled: Scheduled | None = None
+    joins: Literal["", "turn", "paste"] = ""
+    """"turn": answered in one turn with the job queued before it (the same person wrote
+    again within ``merge_window_ms``); "paste": also the next part of that job's text (a
+    long paste the platform split into several messages)."""
 
 
 TurnHandler = Callable[[list[Job]], Awaitable[None]]
@@ -83,9 +90,31 @@ class SessionRunner:
             self._workers[key] = asyncio.create_task(self._work(key), name=f"session {key}")
         return ahead
 
+    def replace_waiting(
+        self, key: SessionKey, original_id: str, revise: Callable[[InboundMessage], InboundMessage]
+    ) -> Job | None:
+        """Edit a message that waits in ``key``'s queue: the newest waiting version of the
+        message ``original_id`` (the message itself, or an earlier edit of it waiting as a
+        correction) becomes ``revise(it)``. The new job, or None when none waits."""
+        queue = self._queues.get(key)
+        if not queue:
+            return None
+        for index in reversed(range(len(queue))):
+            job = queue[index]
+            message = job.message
+            if job.scheduled is None and original_id in (message.message_id, message.edit_of):
+                queue[index] = dataclasses.replace(job, message=revise(message))
+                return queue[index]
+        return None
+
     def is_running(self, key: SessionKey) -> bool:
         """Whether a turn of this session is in progress."""
         return key in self._running
+
+    def last_waiting(self, key: SessionKey) -> Job | None:
+        """The newest job of this session whose turn has not started (None if none waits)."""
+        queue = self._queues.get(key)
+        return queue[-1] if queue else None
 
     def waiting(self, key: SessionKey) -> int:
         """How many messages of this session wait for a turn."""
@@ -162,13 +191,14 @@ class SessionRunner:
 
 
 def _next_turn(queue: collections.deque[Job], busy_mode: str) -> list[Job]:
-    """The jobs one turn answers: the first, or in collect mode every waiting message
-    up to the next scheduled job (a scheduled turn always runs alone)."""
-    if busy_mode != "collect" or queue[0].scheduled is not None:
-        return [queue[0]]
-    taken: list[Job] = []
-    for job in queue:
-        if job.scheduled is not None:
+    """The jobs one turn answers: the first with the jobs that join it, or in collect mode
+    every waiting message up to the next scheduled job (a scheduled turn runs alone)."""
+    first = queue[0]
+    if first.scheduled is not None:
+        return [first]
+    taken = [first]
+    for job in itertools.islice(queue, 1, None):
+        if job.scheduled is not None or not (job.joins or busy_mode == "collect"):
             break
         taken.append(job)
     return taken

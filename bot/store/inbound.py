@@ -9,6 +9,7 @@ starts was interrupted and is answered then, unless it is too old.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -46,6 +47,15 @@ class StoredInbound:
     message: InboundMessage
 
 
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """A stored message, its row id and its status."""
+
+    id: int
+    message: InboundMessage
+    status: str
+
+
 class InboundStore:
     """Durable record of accepted inbound messages."""
 
@@ -56,16 +66,24 @@ class InboundStore:
         """Create or upgrade the table."""
         await self._db.migrate("inbound", MIGRATIONS)
 
-    async def record(self, message: InboundMessage) -> int | None:
-        """Store ``message`` (committed); return its row id, or None if it was stored before."""
+    async def record(
+        self, message: InboundMessage, status: InboundStatus = "pending", note: str = ""
+    ) -> int | None:
+        """Store ``message`` (committed); return its row id, or None if it was stored before.
+
+        A message handled as it arrives (an edit merged into its original) is stored
+        with its outcome at once: never pending, so never answered after a restart.
+        """
         key = message.message_id or f"local-{time.time_ns()}"
         row = (message.channel, key, str(message.session), message.to_json(), message.received_at)
+        handled = None if status == "pending" else time.time()
 
         def insert(conn: sqlite3.Connection) -> int | None:
             cursor = conn.execute(
-                "INSERT INTO inbound (channel, message_key, session_key, payload, received_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, message_key) DO NOTHING",
-                row,
+                "INSERT INTO inbound (channel, message_key, session_key, payload, received_at, "
+                "status, handled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (channel, message_key) DO NOTHING",
+                (*row, status, handled, note or None),
             )
             return cursor.lastrowid if cursor.rowcount == 1 else None
 
@@ -95,3 +113,40 @@ class InboundStore:
             "SELECT status FROM inbound WHERE id = ?", (row_id,)
         )
         return next((str(row[0]) for row in rows), None)
+
+    async def find(self, channel: str, message_key: str) -> StoredRow | None:
+        """The stored message with this platform id on ``channel``, with its status."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id, payload, status FROM inbound WHERE channel = ? AND message_key = ?",
+            (channel, message_key),
+        )
+        return next(
+            (StoredRow(int(r[0]), InboundMessage.from_json(str(r[1])), str(r[2])) for r in rows),
+            None,
+        )
+
+    async def replace(self, row_id: int, message: InboundMessage) -> None:
+        """Store ``message`` as the new payload of a row (a waiting message was edited), so
+        a restart answers what the person wrote last."""
+        values = (message.to_json(), row_id)
+
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE inbound SET payload = ? WHERE id = ?", values)
+
+        await self._db.transaction(update)
+
+    async def edits_of(self, original: StoredRow, before: int | None = None) -> list[StoredRow]:
+        """The stored edits of ``original`` (rows after it, in its chat), oldest first; only
+        those stored before row ``before`` when it is given."""
+        key = original.message.message_id or ""
+        # The payload is ``to_json``'s: the field is written exactly like this. The text
+        # test only narrows the scan; each payload is read to be sure.
+        needle = f'"edit_of": {json.dumps(key, ensure_ascii=False)}'
+        last = before if before is not None else 2**62
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id, payload, status FROM inbound WHERE id > ? AND id < ? AND channel = ? "
+            "AND session_key = ? AND instr(payload, ?) > 0 ORDER BY id",
+            (original.id, last, original.message.channel, str(original.message.session), needle),
+        )
+        found = [StoredRow(int(r[0]), InboundMessage.from_json(str(r[1])), str(r[2])) for r in rows]
+        return [row for row in found if row.message.edit_of == key]

@@ -146,6 +146,15 @@ class UsageStore:
         )
         return [_total(str(row[0]), row[1:]) for row in rows]
 
+    async def turn_total(self, turn_id: int) -> UsageTotal:
+        """The calls of one turn added up (its key is the turn id)."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost), "
+            "COUNT(*) - COUNT(cost) FROM model_calls WHERE turn_id = ?",
+            (turn_id,),
+        )
+        return _total(str(turn_id), next(iter(rows)))
+
     async def _by_day(self, since: float) -> list[UsageTotal]:
         rows = await self._db.conn.execute_fetchall(
             f"SELECT CAST(at / {_QUARTER_HOUR} AS INTEGER) AS q, COUNT(*), SUM(input_tokens), "
@@ -172,6 +181,13 @@ def combined(totals: Sequence[UsageTotal], key: str) -> UsageTotal:
         cost=sum(costs) if costs else None,
         unpriced=sum(t.unpriced for t in totals),
     )
+
+
+def money(cost: float) -> str:
+    """A cost with the digits that matter: 12.35, 0.4210, 0.000549."""
+    if cost >= 10:
+        return f"{cost:,.2f}"
+    return f"{cost:.4f}" if cost >= 0.01 or cost == 0 else f"{cost:.6f}"
 
 
 def day_start(now: float, zone: ZoneInfo) -> float:

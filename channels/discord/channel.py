@@ -57,7 +57,12 @@ from channels.discord.approvals import APPROVAL_LIMIT, ApprovalMessages
 from channels.discord.client import PinClawClient, point_discord_at
 from channels.discord.commands import SlashCommands, reply
 from channels.discord.draft import DiscordDraft
-from channels.discord.events import from_message, interaction_id_of, unreadable
+from channels.discord.events import (
+    edit_from_message,
+    from_message,
+    interaction_id_of,
+    unreadable,
+)
 from channels.discord.presses import Presses
 from channels.discord.send import (
     ButtonRow,
@@ -89,6 +94,7 @@ class DiscordChannel:
 
     name = "discord"
     approval_limit = APPROVAL_LIMIT  # one message per request, never cut
+    paste_limit = 2000  # the longest message a client sends; a longer paste comes in parts
 
     def __init__(self, settings: DiscordSettings, deps: ChannelDeps) -> None:
         self._settings = settings
@@ -197,12 +203,16 @@ class DiscordChannel:
 
     # -- inbound ------------------------------------------------------------
 
-    async def heard(self, client: PinClawClient, message: discord.Message) -> None:
-        """Normalise a gateway message and put it in the inbox (first thing, in order)."""
+    async def heard(
+        self, client: PinClawClient, message: discord.Message, *, edit: bool = False
+    ) -> None:
+        """Normalise a gateway message (or an edit of one) and put it in the inbox (first
+        thing, in order)."""
         if client.user is None:
             return
         try:
-            inbound = from_message(message, client.user)
+            read = edit_from_message if edit else from_message
+            inbound = read(message, client.user)
         except Exception as exc:  # stored as failed and answered, never skipped
             reason = unreadable_reason(exc)
             log.warning(
@@ -299,6 +309,10 @@ class DiscordChannel:
     async def send_file(self, file: OutboundFile) -> None:
         """Post a message carrying the file (Discord takes up to 10 MiB from bots)."""
         await upload(self._require_client, self._pacer, file)
+
+    async def send_voice(self, file: OutboundFile) -> None:
+        """A spoken reply, as an audio file in the chat (``send_file``)."""
+        await self.send_file(file)
 
     def text_sink(self, message: InboundMessage) -> ReplySink | None:
         """A draft of the reply, edited as the model writes it; None when ``stream`` is off

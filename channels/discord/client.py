@@ -34,8 +34,10 @@ class ClientEvents(Protocol):
         """The gateway connection dropped."""
         ...
 
-    async def heard(self, client: PinClawClient, message: discord.Message) -> None:
-        """A message arrived."""
+    async def heard(
+        self, client: PinClawClient, message: discord.Message, *, edit: bool = False
+    ) -> None:
+        """A message arrived (``edit``: a person edited one; ``message`` is the new version)."""
         ...
 
     async def pressed(self, interaction: discord.Interaction[discord.Client]) -> None:
@@ -91,6 +93,10 @@ class PinClawClient(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         """Hand a message to the owner."""
         await self._owner.heard(self, message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """An edited message (raw: there is no message cache for ``on_message_edit``)."""
+        await self._owner.heard(self, payload.message, edit=True)
 
     async def on_interaction(self, interaction: discord.Interaction[discord.Client]) -> None:
         """Button presses arrive here by ``custom_id`` (slash commands go to the tree)."""

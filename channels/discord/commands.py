@@ -8,7 +8,8 @@ state store.
 
 An invocation must be acknowledged within 3 seconds. It is deferred at once
 ("PinClaw is thinking…", only visible to the invoker for /status and /help)
-while it goes into the inbox as the message ``/name``; the core's reply to it
+while it goes into the inbox as the message ``/name`` (``/name ARGUMENT`` for a command
+with an optional text option, such as ``/model``); the core's reply to it
 completes the interaction (the first follow-up replaces the thinking message).
 If no reply comes (the core dropped it: a stranger in a guild, a pairing code
 already sent), the thinking message is replaced with a plain sentence.
@@ -75,13 +76,25 @@ class SlashCommands:
             self.tree.add_command(self._command(info))
 
     def _command(self, info: CommandInfo) -> app_commands.Command[Any, ..., None]:
-        async def invoked(interaction: discord.Interaction[discord.Client]) -> None:
-            await self.invoked(interaction, info.name)
+        callback: Callable[..., Awaitable[None]]
+        if info.argument:
 
+            @app_commands.rename(argument=info.argument)
+            @app_commands.describe(argument=(info.argument_help or info.argument)[:100])
+            async def with_argument(interaction: Interaction, argument: str | None = None) -> None:
+                await self.invoked(interaction, info.name, argument or "")
+
+            callback = with_argument
+        else:
+
+            async def invoked(interaction: Interaction) -> None:
+                await self.invoked(interaction, info.name)
+
+            callback = invoked
         return app_commands.Command(
             name=info.name,
             description=info.description[:100],
-            callback=invoked,
+            callback=callback,
             allowed_contexts=app_commands.AppCommandContext(
                 guild=True, dm_channel=True, private_channel=False
             ),
@@ -115,8 +128,9 @@ class SlashCommands:
     def _state_key(self) -> str:
         return f"commands:{self._client.application_id}"
 
-    async def invoked(self, interaction: Interaction, name: str) -> None:
-        """Acknowledge an invocation and pass it to the core as the message ``/name``."""
+    async def invoked(self, interaction: Interaction, name: str, argument: str = "") -> None:
+        """Acknowledge an invocation and pass it to the core as the message ``/name``
+        (followed by ``argument``, if one was given)."""
         key = interaction_message_id(interaction.id)
         if key in self._pending:
             return  # the same invocation delivered twice (a gateway replay)
@@ -125,7 +139,7 @@ class SlashCommands:
         pending = PendingCommand(interaction, ephemeral, deferred)
         self._pending[key] = pending
         try:
-            accepted = await self._put(from_command(interaction, name))
+            accepted = await self._put(from_command(interaction, name, argument))
         except ShuttingDown:
             self._finish_alone(key, STOPPING_TEXT)
             return

@@ -13,16 +13,30 @@ people's mentions become ``@name`` so the model reads names, not numbers. What a
 person wrote or is called is cleaned last (``cleaned``: a lone surrogate or a
 control character becomes U+FFFD); a message that cannot be read at all is
 described by ``unreadable``, to be stored as failed and answered.
+
+An edited message (``MESSAGE_UPDATE`` with an ``edited_timestamp``) becomes an
+edit of the original (``edit_from_message``: ``edit_of`` is the original's id,
+its own id ``"<id>:edit:<edited at, ms>"``). A reply carries the text it answers
+when Discord sends that message along (``referenced_message``); it is not
+fetched when Discord leaves it out (deleted, or too old to be sent).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import discord
 
 from bot.core.channel import ButtonPress
-from bot.core.messages import Attachment, InboundMessage, clean_text, cleaned
+from bot.core.messages import (
+    BOT_AUTHOR,
+    Attachment,
+    InboundMessage,
+    clean_text,
+    cleaned,
+    quote_excerpt,
+)
 
 CHANNEL = "discord"
 INTERACTION_PREFIX = "interaction:"
@@ -73,6 +87,7 @@ def from_message(message: discord.Message, me: discord.ClientUser) -> InboundMes
         return None
     chat_id, thread_id, title = _location(message.channel)
     reference = message.reference
+    quoted_text, quoted_from = _quoted(message, me)
     inbound = InboundMessage(
         channel=CHANNEL,
         chat_id=chat_id,
@@ -89,8 +104,47 @@ def from_message(message: discord.Message, me: discord.ClientUser) -> InboundMes
         chat_title=title,
         sent_at=message.created_at.timestamp(),
         quotes=_quotes(message, me),
+        quoted_text=quoted_text,
+        quoted_from=quoted_from,
     )
     return cleaned(inbound)  # lone surrogates, control characters: see clean_text
+
+
+def edit_from_message(message: discord.Message, me: discord.ClientUser) -> InboundMessage | None:
+    """An edited message as an edit of the original; None when its text was not edited
+    (Discord also sends updates that only add link previews) or ``from_message`` skips it."""
+    edited = message.edited_at
+    inbound = from_message(message, me) if edited is not None else None
+    if inbound is None or edited is None:
+        return None
+    return dataclasses.replace(
+        inbound,
+        message_id=_edit_id(message),
+        edit_of=str(message.id),
+        sent_at=edited.timestamp(),  # an edit is as new as its edit, however old the message
+    )
+
+
+def _edit_id(message: discord.Message) -> str:
+    """The id of one edit of ``message``: the same on each delivery of that edit."""
+    edited = message.edited_at or message.created_at
+    return f"{message.id}:edit:{int(edited.timestamp() * 1000)}"
+
+
+def _quoted(message: discord.Message, me: discord.ClientUser) -> tuple[str, str]:
+    """The text a reply answers and who wrote it, when Discord sent that message along."""
+    reference = message.reference
+    if reference is None or reference.type == discord.MessageReferenceType.forward:
+        return "", ""
+    resolved = reference.resolved
+    if not isinstance(resolved, discord.Message):
+        return "", ""
+    files = ", ".join(a.filename for a in resolved.attachments)
+    text = _readable(resolved, me) or (f"[attached: {files}]" if files else "")
+    if not text:
+        return "", ""
+    author = resolved.author
+    return quote_excerpt(text), BOT_AUTHOR if author.id == me.id else author.display_name
 
 
 def unreadable(message: discord.Message) -> InboundMessage:
@@ -106,7 +160,7 @@ def unreadable(message: discord.Message) -> InboundMessage:
         thread_id=thread_id,
         sender_id=str(message.author.id),
         text="",
-        message_id=str(message.id),
+        message_id=str(message.id) if message.edited_at is None else _edit_id(message),
         is_direct=_is_direct(channel),
     )
 
@@ -126,8 +180,11 @@ def _quotes(message: discord.Message, me: discord.ClientUser) -> str:
     return "a quoted message"
 
 
-def from_command(interaction: discord.Interaction[discord.Client], name: str) -> InboundMessage:
-    """A slash-command invocation as the message ``/name`` (addressed to the bot)."""
+def from_command(
+    interaction: discord.Interaction[discord.Client], name: str, argument: str = ""
+) -> InboundMessage:
+    """A slash-command invocation as the message ``/name`` or ``/name ARGUMENT`` (addressed
+    to the bot)."""
     user = interaction.user
     channel = interaction.channel
     if channel is None:
@@ -140,7 +197,7 @@ def from_command(interaction: discord.Interaction[discord.Client], name: str) ->
         thread_id=thread_id,
         sender_id=str(user.id),
         sender_name=user.display_name,
-        text=f"/{name}",
+        text=f"/{name} {argument.strip()}".strip(),
         message_id=interaction_message_id(interaction.id),
         is_direct=interaction.guild_id is None,
         mentioned=True,

@@ -88,6 +88,7 @@ class SlackChannel:
 
     name = "slack"
     approval_limit = APPROVAL_LIMIT  # one message per request, 12,000 characters at most
+    paste_limit = 0  # messages take 40,000 characters; clients never split a paste
 
     def __init__(self, settings: SlackSettings, deps: ChannelDeps) -> None:
         self.status = ChannelStatus(self.name)
@@ -159,6 +160,10 @@ class SlackChannel:
     async def send_file(self, file: OutboundFile) -> None:
         """Upload a file and share it in the conversation (Slack takes up to 1 GB)."""
         await upload(self._web, self._pacer, file)
+
+    async def send_voice(self, file: OutboundFile) -> None:
+        """A spoken reply, as an audio file in the conversation (``send_file``)."""
+        await self.send_file(file)
 
     def text_sink(self, message: InboundMessage) -> ReplySink | None:
         """A draft of the reply, edited as the model writes it; None when ``stream`` is off

@@ -12,6 +12,10 @@ each thread is its own session. A reply in a thread the bot has answered in
 counts as addressed to the bot (``reply_to_bot``), so people need not @mention it
 again; those threads are remembered in the state store across restarts.
 
+Edits (``message_changed``) become edits of the post: see ``channels.slack.edits``.
+Slack has no reply to one message: replies in a thread share the thread, so
+nothing is quoted.
+
 Every string of an event is cleaned before it is read (``clean_json``: a lone
 surrogate or a control character becomes U+FFFD), and so are the names looked
 up; an event that cannot be read at all is described by ``unreadable``, to be
@@ -36,6 +40,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.core.channel import StateStore
 from bot.core.chat_commands import parse_command
 from bot.core.messages import Attachment, InboundMessage, clean_json, clean_text
+from channels.slack.edits import as_edit, edited_post
 from channels.slack.format import plain_text
 
 log = logging.getLogger(__name__)
@@ -202,6 +207,9 @@ class Normaliser:
         """The message in a ``message`` / ``app_mention`` event, or None if it is not for us."""
         event = clean_json(event)  # before anything reads it: see clean_text
         subtype = event.get("subtype")
+        if subtype == "message_changed":  # an edit: the new post, read as any post is
+            edit = edited_post(event)
+            return None if edit is None else as_edit(await self.from_event(edit.post), edit)
         user = event.get("user")
         channel, ts = event.get("channel"), event.get("ts")
         if subtype not in KEPT_SUBTYPES:

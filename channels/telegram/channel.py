@@ -56,6 +56,7 @@ from channels.telegram.reading import Read, read_update, unreadable_update
 from channels.telegram.send import Sender, chat_ref
 from channels.telegram.settings import TelegramSettings
 from channels.telegram.upload import send_file as upload
+from channels.telegram.upload import send_voice
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class TelegramChannel:
     name = "telegram"
     # A request is one message (its id is how it is edited into its record), never cut.
     approval_limit = CardLimit(MAX_TEXT, measure)
+    paste_limit = 4096  # clients split a longer paste into messages of up to this many
 
     def __init__(self, settings: TelegramSettings, deps: ChannelDeps) -> None:
         self._settings = settings
@@ -150,6 +152,11 @@ class TelegramChannel:
         """Upload a document or a picture (Telegram takes up to 50 MB from bots)."""
         async with self._client.api() as bot:
             await upload(bot, self._sender, file)
+
+    async def send_voice(self, file: OutboundFile) -> None:
+        """Send a spoken reply as a voice message (sendVoice, the recording unchanged)."""
+        async with self._client.api() as bot:
+            await send_voice(bot, self._sender, file)
 
     def text_sink(self, message: InboundMessage) -> ReplySink | None:
         """A draft of the reply, edited as the model writes it (None when ``stream`` is off)."""

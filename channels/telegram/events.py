@@ -5,14 +5,25 @@ media caption) with the bot's @mention taken out, who wrote it and where (chat,
 forum topic), whether the bot was addressed (an @mention, a command addressed
 to it, a reply to one of its messages) and the attachments. ``message_id`` is
 ``"<chat_id>:<message_id>"``, the same on every delivery of the message, so the
-core recognises redeliveries. ``press_of`` turns a ``callback_query`` (a tap on
-an inline button) into a ``ButtonPress``; the channel routes those before
-``normalise``, which only takes messages. Everything else (edits, channel
-posts) is logged at debug level and left out.
+core recognises redeliveries.
+
+An ``edited_message`` becomes an edit: ``edit_of`` is the original's id and its
+own id adds the edit's date and a hash of the new text
+(``"<chat_id>:<message_id>:edit:<edit_date>:<hash>"``), the same on every
+delivery of that edit. A reply carries the text it answers (``quoted_text``:
+the part the person quoted, else the whole text or caption, cut at 2,000
+characters) and its author (``quoted_from``, "PinClaw" for the bot's own).
+
+``press_of`` turns a ``callback_query`` (a tap on an inline button) into a
+``ButtonPress``; the channel routes those before ``normalise``, which only takes
+messages and their edits. Everything else (channel posts) is logged at debug
+level and left out.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import re
 from dataclasses import dataclass
@@ -21,13 +32,13 @@ from telegram import CallbackQuery, Message, MessageEntity, Update
 from telegram.constants import ChatType
 
 from bot.core.channel import ButtonPress
-from bot.core.messages import Attachment, InboundMessage
+from bot.core.messages import BOT_AUTHOR, Attachment, InboundMessage, quote_excerpt
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
 # Only these reach the bot; Telegram drops other kinds instead of queueing them.
-ALLOWED_UPDATES = ("message", "callback_query")
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
 _SPACES = re.compile(r"[ \t]{2,}")
 
 
@@ -44,6 +55,8 @@ def normalise(update: Update, me: BotIdentity) -> InboundMessage | None:
     """The update as an inbound message, or None when it is not one PinClaw answers."""
     if update.message is not None:
         return message_to_inbound(update.message, me)
+    if update.edited_message is not None:
+        return edit_to_inbound(update.edited_message, me)
     log.debug("ignored update %d of a kind PinClaw does not answer", update.update_id)
     return None
 
@@ -67,6 +80,7 @@ def message_to_inbound(message: Message, me: BotIdentity) -> InboundMessage | No
     if reply is not None and reply.forum_topic_created is not None:
         reply = None  # in a forum topic every message "replies" to the topic's first message
     thread = message.message_thread_id if message.is_topic_message else None
+    quoted_text, quoted_from = _quoted(message, reply, me.id)
     return InboundMessage(
         channel=CHANNEL,
         chat_id=str(chat.id),
@@ -85,7 +99,45 @@ def message_to_inbound(message: Message, me: BotIdentity) -> InboundMessage | No
         chat_title=chat.title or "",
         sent_at=message.date.timestamp(),
         quotes=_quotes(message, reply, user.id, me.id),
+        quoted_text=quoted_text,
+        quoted_from=quoted_from,
     )
+
+
+def edit_to_inbound(message: Message, me: BotIdentity) -> InboundMessage | None:
+    """An edited message as an edit of the original (see the module docstring), or None."""
+    inbound = message_to_inbound(message, me)
+    if inbound is None or inbound.message_id is None:
+        return None
+    edited = message.edit_date or message.date
+    digest = hashlib.sha256(inbound.text.encode("utf-8", "replace")).hexdigest()[:8]
+    return dataclasses.replace(
+        inbound,
+        message_id=f"{inbound.message_id}:edit:{int(edited.timestamp())}:{digest}",
+        edit_of=inbound.message_id,
+        sent_at=edited.timestamp(),  # an edit is as new as its edit, however old the message
+    )
+
+
+def _quoted(message: Message, reply: Message | None, bot: int) -> tuple[str, str]:
+    """``quoted_text`` and ``quoted_from`` of a reply: the part the person quoted (a
+    ``quote``), else the whole text or caption of the message answered."""
+    part = message.quote.text if message.quote is not None else ""
+    if reply is not None:
+        text = part or reply.text or reply.caption or ""
+        author = reply.from_user
+        if author is not None:
+            who = BOT_AUTHOR if author.id == bot else author.full_name
+        else:
+            chat = reply.sender_chat  # a channel, or a group's anonymous admin
+            who = (chat.title or "someone") if chat is not None else "someone"
+    elif message.external_reply is not None:
+        text, who = part, "someone in another chat"
+    else:
+        return "", ""
+    if not text.strip():
+        return "", ""
+    return quote_excerpt(text), who or "someone"
 
 
 def _quotes(message: Message, reply: Message | None, sender: int, bot: int) -> str:

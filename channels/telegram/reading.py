@@ -96,11 +96,13 @@ def unreadable(data: Mapping[str, Any], exc: BaseException) -> Unreadable:
     """What is known of an update that could not be read: its id, chat, sender, message."""
     reason = unreadable_reason(exc)
     update_id = _int(data.get("update_id"))
-    message = data.get("message")  # the only kind answered (edits and posts are ignored)
+    message = data.get("message") or data.get("edited_message")  # the kinds answered
     if not isinstance(message, dict):
         return Unreadable(update_id, reason)
     chat, sender = _object(message.get("chat")), _object(message.get("from"))
     chat_id, number = chat.get("id"), message.get("message_id")
+    if "message" not in data and isinstance(number, int):  # an edit: not the original's id
+        number = f"{number}:edit:{_int(message.get('edit_date'))}:unreadable"
     thread = message.get("message_thread_id") if message.get("is_topic_message") else None
     known = isinstance(chat_id, int)
     return Unreadable(
@@ -108,7 +110,7 @@ def unreadable(data: Mapping[str, Any], exc: BaseException) -> Unreadable:
         reason,
         chat_id=str(chat_id) if known else "",
         sender_id=str(sender["id"]) if isinstance(sender.get("id"), int) else "",
-        message_id=f"{chat_id}:{number}" if known and isinstance(number, int) else None,
+        message_id=f"{chat_id}:{number}" if known and isinstance(number, int | str) else None,
         thread_id=str(thread) if isinstance(thread, int) else None,
         is_direct=chat.get("type") == "private",
     )

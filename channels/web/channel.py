@@ -54,6 +54,7 @@ class WebChannel:
     """The web chat: one conversation, the owner's, shown in the panel."""
 
     name = "web"
+    paste_limit = 0  # the web chat sends a paste whole
 
     def __init__(self, settings: WebChatSettings, deps: ChannelDeps) -> None:
         self.status = ChannelStatus(self.name)

@@ -241,6 +241,12 @@ def from_user(
     return msg
 
 
+def edited_by_author(world: World, message: JSON, content: str) -> JSON:
+    """``message`` as its author edited it: the new content and an ``edited_timestamp``."""
+    current = world.messages.get(message["id"], message)
+    return {**current, "content": content, "edited_timestamp": payloads.now_iso()}
+
+
 def partial_member(world: World, guild_id: str, who: JSON) -> JSON:
     """``who``'s member record without the nested user, as messages carry it."""
     entry = world.ensure_member(guild_id, who)

@@ -222,6 +222,12 @@ class FakeDiscord(Inspection, ThreadedServer):
         self._run(self.gateway.dispatch("MESSAGE_CREATE", messages.with_member(self.world, msg)))
         return msg
 
+    def user_edits(self, message: JSON, content: str) -> JSON:
+        """Deliver MESSAGE_UPDATE: ``message``'s author changed its text to ``content``."""
+        msg = self.world.store_message(messages.edited_by_author(self.world, message, content))
+        self._run(self.gateway.dispatch("MESSAGE_UPDATE", messages.with_member(self.world, msg)))
+        return msg
+
     def user_runs_command(
         self,
         name: str,

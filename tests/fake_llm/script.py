@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,16 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """Hold the request until the test sets ``gate`` (at most ``timeout_s``), then answer
+    with ``then``: a turn kept running for as long as a test needs, without timing."""
+
+    gate: threading.Event
+    then: Reply | None = None
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class Raw:
     """Answer with exactly these bytes, bypassing the wire format: for bodies no
     well-behaved server would send (not JSON, wrong shapes, an error event mid-stream).
@@ -68,7 +79,7 @@ class Raw:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Reply = Say | CallTools | Fail | Stall | Raw
+Reply = Say | CallTools | Fail | Stall | Hold | Raw
 
 
 @dataclass(frozen=True)

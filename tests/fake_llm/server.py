@@ -1,7 +1,7 @@
 """A fake LLM server on 127.0.0.1 that speaks the OpenAI, Anthropic, Gemini and Ollama wires.
 
-Tests queue replies (``Say``, ``CallTools``, ``Fail``, ``Stall``, ``Raw``); each request
-takes the next one, or the autopilot answers when the queue is empty. ``Fail`` and
+Tests queue replies (``Say``, ``CallTools``, ``Fail``, ``Stall``, ``Hold``, ``Raw``);
+each request takes the next one, or the autopilot answers when the queue is empty. ``Fail`` and
 ``Raw`` are answered here for every wire; the wire renders the rest. Every request is
 recorded with its wire, path, headers, JSON body and size. The server runs on its
 own thread and event loop, so synchronous tests, async tests and subprocesses
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from tests.fake_llm.script import Fail, Raw, Recorded, Reply, RequestView, Stall, autopilot
+from tests.fake_llm.script import Fail, Hold, Raw, Recorded, Reply, RequestView, Stall, autopilot
 from tests.threaded_server import ThreadedServer
 
 
@@ -114,8 +114,11 @@ class FakeLLM(ThreadedServer):
         with self._changed:
             self.requests.append(record)
             self._changed.notify_all()
-        while isinstance(reply, Stall):
-            await asyncio.sleep(reply.seconds)
+        while isinstance(reply, Stall | Hold):
+            if isinstance(reply, Hold):
+                await asyncio.to_thread(reply.gate.wait, reply.timeout_s)
+            else:
+                await asyncio.sleep(reply.seconds)
             reply = reply.then if reply.then is not None else autopilot(view)
         if isinstance(reply, Fail):
             headers = {}

@@ -67,6 +67,23 @@ def message_event(
     return event
 
 
+def message_changed_event(*, previous: JSON, text: str, edited_ts: str) -> JSON:
+    """The ``message_changed`` event of a person's edit of ``previous`` (a stored post)."""
+    kept = {k: v for k, v in previous.items() if k not in ("channel", "event_ts")}
+    new = {**kept, "text": text, "blocks": rich_text(text) if text else []}
+    new["edited"] = {"user": previous["user"], "ts": edited_ts}
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "message": new,
+        "previous_message": kept,
+        "channel": previous["channel"],
+        "hidden": True,
+        "ts": edited_ts,
+        "event_ts": edited_ts,
+    }
+
+
 def app_mention_event(message: JSON) -> JSON:
     """The ``app_mention`` event Slack sends alongside a channel message naming the bot."""
     keys = ("client_msg_id", "text", "user", "ts", "blocks", "team", "channel", "event_ts")

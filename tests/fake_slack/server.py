@@ -259,6 +259,12 @@ class FakeSlack(Waiting, ThreadedServer):
             )
         return self._inject(envelopes, event, deliver)
 
+    def user_edits(self, channel: str, ts: str, text: str, *, deliver: bool = True) -> Injection:
+        """A person edits their post ``ts`` to say ``text`` (a ``message_changed`` event)."""
+        with self.lock:
+            event, envelopes = self.simulator.edit(channel, ts, text)
+        return self._inject(envelopes, event, deliver)
+
     def user_presses(
         self,
         user: str,

@@ -112,6 +112,21 @@ class Simulator:
             events.append(payloads.app_mention_event(event))
         return event, [self._event_envelope(e) for e in events]
 
+    def edit(self, channel: str, ts: str, text: str) -> tuple[JSON, list[Envelope]]:
+        """A person edits their post ``ts``: history changes; returns the event and envelopes."""
+        stored = self.ws.find_message(channel, ts)
+        conversation = self.ws.conversation(channel)
+        if stored is None or conversation is None:
+            raise ValueError(f"fake Slack: no message {ts} in {channel}")
+        previous = {**stored, "channel": channel}
+        event = payloads.message_changed_event(
+            previous=previous, text=text, edited_ts=self.ws.next_ts()
+        )
+        event["channel_type"] = conversation.channel_type
+        stored.update(text=event["message"]["text"], edited=event["message"]["edited"])
+        wanted = _SUBSCRIPTION[conversation.channel_type] in self.subscriptions
+        return event, [self._event_envelope(event)] if wanted else []
+
     def echo(self, channel: str, message: JSON) -> Envelope | None:
         """The ``message`` event Slack sends apps for the bot's own post, if subscribed."""
         conversation = self.ws.conversation(channel)

@@ -1,6 +1,6 @@
 """Chats and messages in the fake Telegram server, and the methods that touch them.
 
-sendMessage / sendDocument / sendPhoto, editMessageText / editMessageReplyMarkup,
+sendMessage / sendDocument / sendPhoto / sendVoice, editMessageText / editMessageReplyMarkup,
 deleteMessage, sendChatAction and answerCallbackQuery validate their input the way
 Telegram does and keep what the bot sent per chat. Message ids count up per chat,
 shared by the users' and the bot's messages. Not thread-safe: used under the
@@ -83,7 +83,7 @@ class Messages:
         return copy.deepcopy(sent.message)
 
     def send_media(self, kind: str, params: Json, uploads: dict[str, Upload]) -> Json:
-        """``sendDocument`` / ``sendPhoto``: an uploaded file or a known file_id."""
+        """``sendDocument`` / ``sendPhoto`` / ``sendVoice``: an uploaded file or a known file_id."""
         stored = self._input_file(kind, params, uploads)
         raw = params.get("caption")
         text, entities = check_text(raw, params, MAX_CAPTION, caption=True)
@@ -180,7 +180,7 @@ class Messages:
         if reply_to is not None:
             message["reply_to_message"] = quoted(self.messages[(key, reply_to)])
         if media is not None:
-            message.update(media_json(kind, media))
+            message.update(media_json(kind, media, int_param(params, "duration") or 0))
         sent = SentMessage(
             chat_id=key,
             message_id=message["message_id"],
@@ -227,7 +227,7 @@ class Messages:
         )
         upload = uploads.get(name)
         if upload is not None:
-            folder = "photos" if kind == "photo" else "documents"
+            folder = {"photo": "photos", "voice": "voice"}.get(kind, "documents")
             mime = upload.content_type or None
             return self.files.add(
                 upload.data, folder=folder, file_name=upload.filename, mime_type=mime

@@ -81,6 +81,7 @@ class FakeTelegram(ThreadedServer, TelegramState):
             "sendMessage": self.messages.send_message,
             "sendDocument": partial(self.messages.send_media, "document"),
             "sendPhoto": partial(self.messages.send_media, "photo"),
+            "sendVoice": partial(self.messages.send_media, "voice"),
             "editMessageText": self.messages.edit_text,
             "editMessageReplyMarkup": self.messages.edit_markup,
             "deleteMessage": self.messages.delete,

@@ -28,7 +28,7 @@ from tests.fake_telegram.messages import Messages
 from tests.fake_telegram.polling import Signal
 from tests.fake_telegram.records import Call, ChatAction, Delivery, Journal, SentMessage, StoredFile
 from tests.fake_telegram.update_queue import UpdateQueue
-from tests.fake_telegram.updates import make_chat, make_user, user_message
+from tests.fake_telegram.updates import edited, make_chat, make_user, user_message
 from tests.fake_telegram.webhook import Webhook
 from tests.fake_telegram.wire import ApiError, Json, error_for
 
@@ -112,6 +112,13 @@ class TelegramState:
             )
             self.messages.remember(message)
             return self.queue_update({"message": copy.deepcopy(message)})
+
+    def user_edits(self, chat_id: int, message: MessageRef, text: str) -> Json:
+        """Queue an ``edited_message``: the user's ``message`` now says ``text``."""
+        with self.lock:
+            changed = edited(self._resolve(chat_id, message), text)
+            self.messages.remember(changed)
+            return self.queue_update({"edited_message": copy.deepcopy(changed)})
 
     def user_presses(self, chat_id: int, user: Json, message: MessageRef, data: str) -> Json:
         """Queue a press on an inline button of ``message`` (as it stands now)."""

@@ -135,6 +135,19 @@ def user_message(
     return message
 
 
+def edited(message: Mapping[str, Any], text: str) -> Json:
+    """``message`` as its author edited it: the new text (or caption), entities, edit_date."""
+    body = dict(message)
+    captioned = "caption" in body
+    key, entities_key = ("caption", "caption_entities") if captioned else ("text", "entities")
+    body[key] = text
+    body.pop(entities_key, None)
+    if found := text_entities(text):
+        body[entities_key] = found
+    body["edit_date"] = int(time.time())
+    return body
+
+
 def update_kind(update: Mapping[str, Any]) -> str:
     """The update's type: the one key besides ``update_id``."""
     return next((key for key in update if key != "update_id"), "unknown")

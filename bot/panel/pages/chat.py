@@ -7,7 +7,9 @@ streams what changes (Server-Sent Events: drafts, progress lines, replies,
 approval requests) to ``static/chat.js``; ``POST /chat/press`` decides an
 approval through the same path as a button in any chat. Without JavaScript the
 forms post and the page comes back (refreshing itself while a reply is being
-written). Only the owner chats here: the person the panel's login proved.
+written). When the config offers more than one model, a small form under the
+message form switches this chat's model by sending ``/model NAME`` like a typed
+message. Only the owner chats here: the person the panel's login proved.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.approvals.texts import parse_action
+from bot.core.messages import SessionKey
+from bot.daemon.models import chosen, model_choices
 from bot.panel.actions import done, notify, record_action
 from bot.panel.context import panel_deps, panel_session
 from bot.panel.render import render
 from bot.panel.router import PanelRouter
+from bot.store.kv import KeyValueStore
 from channels.web.channel import NotRunning, WebChannel
 from channels.web.event_stream import serve_events
-from channels.web.events import new_nonce
+from channels.web.events import CHANNEL, CHAT_ID, new_nonce
 from channels.web.transcript import opening_entries
 
 FETCH_HEADER = "X-Requested-With"  # set by the panel's scripts: answer with JSON, not a page
@@ -43,8 +48,10 @@ async def page(request: web.Request) -> web.StreamResponse:
         return render(request, "chat.html", title="Chat", chat=None, off=CHAT_OFF)
     await _owner_only(request)
     after = chat.feed.last_id  # before reading: a change in between is sent again, not lost
-    history = panel_deps(request).app.history
-    entries = await opening_entries(history, chat.feed, chat.settings.history_limit)
+    app = panel_deps(request).app
+    entries = await opening_entries(app.history, chat.feed, chat.settings.history_limit)
+    models = model_choices(app.loaded.config)
+    current = await chosen(KeyValueStore(app.db), models, str(SessionKey(CHANNEL, CHAT_ID)))
     return render(
         request,
         "chat.html",
@@ -55,6 +62,9 @@ async def page(request: web.Request) -> web.StreamResponse:
         after=after,
         nonce=new_nonce(),
         writing=chat.writing,
+        models=models if len(models) > 1 else [],  # the switch posts "/model NAME"
+        current=current,
+        model_nonce=new_nonce(),
     )
 
 
