@@ -131,7 +131,7 @@ class Draft:
             return
         if not self._broken:
             delay = self._ready_at - self._clock()
-            if delay > 0:
+            if delay > 0 and not self._shows(message):  # no edit to space out: no wait
                 await asyncio.sleep(delay)
             if await self._surface.finish(ref, message, self._shown):
                 return
@@ -141,6 +141,14 @@ class Draft:
             await self._surface.delete(ref)
         except Exception as exc:  # the reply is out; a stale draft is only untidy
             log.info("could not delete the draft of a reply: %s", exc)
+
+    def _shows(self, message: OutboundMessage) -> bool:
+        """Whether the draft already shows ``message`` whole (its first piece would need no
+        edit and no piece follows)."""
+        try:
+            return self._surface.fit(message.text) == self._shown == message.text.strip()
+        except Exception:  # the surface decides again in finish; waiting is the safe side
+            return False
 
     def close(self) -> None:
         """Stop drafting (the turn was stopped or failed before ``finish``); idempotent."""
