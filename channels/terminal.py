@@ -261,6 +261,9 @@ class TerminalReply:
     def close(self) -> None:
         """Nothing to stop: what was printed stays."""
 
+    async def abandon(self, note: str) -> None:
+        """Nothing to change: the terminal prints the /stop answer itself."""
+
 
 class Spinner:
     """A spinner on the current line while the model has not written yet; ``stop`` clears it."""

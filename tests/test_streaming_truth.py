@@ -16,6 +16,7 @@ are checked on each platform:
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, closing
@@ -36,7 +37,7 @@ from channels.telegram.format import split_reply
 from tests.channel_tables import slack_table, telegram_table
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
-from tests.fake_llm import CallTools, FakeLLM, Say, Stall
+from tests.fake_llm import CallTools, FakeLLM, Hold, Say, Stall
 from tests.fake_slack import ALICE, ALICE_DM, FakeSlack
 from tests.fake_telegram import FakeTelegram, SentMessage
 from tests.shown_calls import Shown, discord_shown, no_repeats, slack_shown, telegram_shown
@@ -362,3 +363,42 @@ def test_the_line_follows_each_call_and_never_runs_ahead_of_the_gate() -> None:
         "waiting for your approval: shell (and 1 more)",
         "running shell…",  # only the call that runs, not the one still waiting
     ]
+
+
+async def test_a_stopped_turn_leaves_no_progress_line_claiming_to_run(
+    tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
+) -> None:
+    """/stop while a tool's progress line is shown: the draft says it was stopped."""
+    gate = threading.Event()
+    llm.queue(CallTools([("clock", {})]), Hold(gate, Say("never sent")))
+    table = telegram_table(telegram, stream=True)
+    try:
+        async with running_daemon(tmp_path, llm, {"telegram": table}) as daemon:
+            assert await daemon.channels["telegram"].status.wait_connected(30)
+            telegram.user_sends(OWNER, ADA, "what time is it?")
+            draft = await telegram.await_until(
+                lambda: next(
+                    (m for m in telegram.sent(OWNER) if m.text.startswith(STATUS_MARK)), None
+                ),
+                timeout=30,
+            )
+            telegram.user_sends(OWNER, ADA, "/stop")
+            await telegram.await_until(
+                lambda: any(m.text == "Stopped." for m in telegram.sent(OWNER)), timeout=30
+            )
+            stopped = await telegram.await_until(
+                lambda: next(
+                    (
+                        m
+                        for m in telegram.sent(OWNER)
+                        if m.message_id == draft.message_id and "Stopped" in m.text
+                    ),
+                    None,
+                ),
+                timeout=30,
+            )
+    finally:
+        gate.set()
+    assert stopped.text == "⏹ Stopped."
+    assert not any(STATUS_MARK in m.text for m in telegram.sent(OWNER))
+    assert not any("never sent" in m.text for m in telegram.sent(OWNER))

@@ -260,6 +260,11 @@ class ReplySink(Protocol):
         """Stop showing (the turn ended without ``finish``); idempotent."""
         ...
 
+    async def abandon(self, note: str) -> None:
+        """The turn was stopped: what is shown says so with ``note`` (a progress line is
+        replaced, reply text so far is kept above it); nothing new is posted. Never raises."""
+        ...
+
 
 @runtime_checkable
 class StreamingChannel(Protocol):

@@ -142,6 +142,23 @@ class Draft:
         except Exception as exc:  # the reply is out; a stale draft is only untidy
             log.info("could not delete the draft of a reply: %s", exc)
 
+    async def abandon(self, note: str) -> None:
+        """The turn was stopped: the draft, if one is shown, keeps the reply text written
+        so far (not a progress line, which is no longer true) and ends with ``note``."""
+        self.close()
+        task, ref = self._task, self._ref
+        if task is not None:
+            await asyncio.wait({task})
+        if ref is None or self._broken:
+            return
+        text = "" if self._status else self._text.rstrip()
+        try:
+            shown = self._surface.fit(f"{text}\n\n{note}" if text else note)
+            if shown != self._shown:
+                await self._surface.edit(ref, shown)
+        except Exception as exc:  # a stale draft is untidy, not a reason to fail the stop
+            log.info("could not mark the draft of a stopped reply: %s", exc)
+
     def _shows(self, message: OutboundMessage) -> bool:
         """Whether the draft already shows ``message`` whole (its first piece would need no
         edit and no piece follows)."""

@@ -58,6 +58,9 @@ if TYPE_CHECKING:  # loaded only when [speech] is set up
 
 log = logging.getLogger(__name__)
 
+# What a reply's draft ends with when its turn is stopped (/stop).
+STOPPED_DRAFT = "⏹ _Stopped._"
+
 # The answer to a message a channel could not read (it is stored as failed).
 UNREADABLE = (
     "Sorry, I could not read your last message; please send it again, perhaps in other words."
@@ -351,6 +354,8 @@ class Router:
         except asyncio.CancelledError as exc:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
+                if sink is not None:  # a progress line shown would go on claiming to run
+                    await asyncio.shield(sink.abandon(STOPPED_DRAFT))
             raise
         finally:
             if sink is not None:
