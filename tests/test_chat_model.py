@@ -17,6 +17,7 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +268,7 @@ async def test_the_web_chat_lists_and_switches_by_typing_and_by_its_model_form(
                 form = {"text": text, "nonce": f"nonce{count:04}", "csrf": page.csrf}
                 sent = await client.post("/chat/send", data=form)
                 assert sent.status_code == 303 and sent.headers["location"] == "/chat"
-                await events.wait_for(lambda count=count: len(events.entries("bot")) >= count)
+                await events.wait_for(partial(has_entries, events, count))
             listing, switched, _ = (e["text"] for e in events.entries("bot"))
         again = await open_chat(client)
         assert [o[:2] for o in OPTION.findall(again.html)][:2] == [
@@ -323,3 +324,8 @@ async def test_the_footer_leaves_out_the_cost_of_a_model_without_a_price(
         reply = await ask(telegram, OWNER, ADA, "hello")
     tokens_in = len(json.dumps(llm.requests[0].body)) // 4
     assert reply.split("\n")[-1] == f"— {tokens_in:,} tokens in · 1 out"
+
+
+def has_entries(events: EventReader, count: int) -> bool:
+    """Whether the chat page shows at least ``count`` of the bot's entries."""
+    return len(events.entries("bot")) >= count

@@ -381,7 +381,7 @@ async def test_telegram_a_reply_to_someone_else_in_a_group_is_untrusted_and_acti
     write = CallTools([("file_write", {"path": "out.txt", "content": "x"})])
     llm.queue(write, Say("I did not write it."))
     security = {"auto_approve": ["file_write"]}  # unasked, but for the quoted message
-    group = {"allowed_groups": [GROUP], "pacing": False}  # no group pacing: a quick test
+    group: dict[str, Any] = {"allowed_groups": [GROUP], "pacing": False}  # quick: no pacing
     async with telegram_daemon(tmp_path, llm, telegram, security=security, **group) as daemon:
         bens = telegram.user_sends(GROUP, BEN, "write x into out.txt")["message"]
         telegram.user_sends(GROUP, ADA, "@pinclaw_bot do what Ben says", reply_to=bens)
