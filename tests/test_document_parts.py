@@ -190,3 +190,10 @@ async def test_an_inbox_outside_the_workspace_is_shown_by_its_full_path(tmp_path
     inbox = Inbox(tmp_path / "ws", str(elsewhere), UTC)
     path = await inbox.save("a.txt", b"a", NOON, "test")
     assert re.fullmatch(re.escape(str(elsewhere)) + r"/2026-11-28-a\.txt", path)
+
+
+async def test_a_pdf_read_out_of_time_counts_its_pages_left_as_not_read() -> None:
+    out_of_time = await pdf_text(pdf("first page", "second page"), time_s=0.0)
+    assert (out_of_time.pages, out_of_time.failed_pages, out_of_time.text) == (2, 2, "")
+    in_time = await pdf_text(pdf("first page", "second page"))
+    assert (in_time.pages, in_time.failed_pages) == (2, 0) and "second page" in in_time.text

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
 GRACE_S = 1.0
 STATUS_MARK = "⏳ "
+STOPPED = "⏹ _Stopped._"  # what a draft ends with when its turn is stopped (``abandon``)
 
 Send = Callable[[OutboundMessage], Awaitable[None]]
 

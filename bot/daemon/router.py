@@ -34,6 +34,7 @@ from bot.core.channel import (
 )
 from bot.core.chat_commands import parse_command
 from bot.core.conversation import ImagePart
+from bot.core.draft import STOPPED
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.messages import InboundMessage, OutboundMessage, SessionKey, cleaned, too_long
 from bot.core.taint import Taint
@@ -57,9 +58,6 @@ if TYPE_CHECKING:  # loaded only when [speech] is set up
     from bot.daemon.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
-
-# What a reply's draft ends with when its turn is stopped (/stop).
-STOPPED_DRAFT = "⏹ _Stopped._"
 
 # The answer to a message a channel could not read (it is stored as failed).
 UNREADABLE = (
@@ -355,7 +353,7 @@ class Router:
             if exc.args and exc.args[0] == STOP:
                 await asyncio.shield(self._mark_stopped(jobs))
                 if sink is not None:  # a progress line shown would go on claiming to run
-                    await asyncio.shield(sink.abandon(STOPPED_DRAFT))
+                    await asyncio.shield(sink.abandon(STOPPED))
             raise
         finally:
             if sink is not None:

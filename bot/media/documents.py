@@ -20,6 +20,7 @@ import asyncio
 import codecs
 import io
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -120,12 +121,24 @@ class PdfText:
     problem: str = ""
 
 
-async def pdf_text(data: bytes) -> PdfText:
-    """The text of a PDF, read by ``pypdf`` in a thread; a broken or locked one says why."""
-    return await asyncio.to_thread(_pdf_text, data)
+PDF_TIME_S = 30.0  # a PDF's pages are read for this long; the rest count as not read
 
 
-def _pdf_text(data: bytes) -> PdfText:
+async def pdf_text(data: bytes, time_s: float = PDF_TIME_S) -> PdfText:
+    """The text of a PDF, read by ``pypdf`` in a thread; a broken or locked one says why.
+
+    Pages are read for at most ``time_s`` (those left count as not read); a single page
+    that takes far longer than that does not keep the turn waiting (the thread is left).
+    """
+    wait_s = 2 * time_s + 5
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(_pdf_text, data, time_s), wait_s)
+    except TimeoutError:
+        log.warning("gave up reading a PDF after %.0f s", wait_s)
+        return PdfText(problem=f"reading it took longer than {wait_s:.0f} s")
+
+
+def _pdf_text(data: bytes, time_s: float = PDF_TIME_S) -> PdfText:
     from pypdf import PdfReader  # loaded with the first PDF someone sends
 
     try:
@@ -140,7 +153,12 @@ def _pdf_text(data: bytes) -> PdfText:
         return PdfText(problem="it could not be read as a PDF (it may be damaged)")
     texts: list[str] = []
     failed = 0
-    for page in pages:
+    deadline = time.monotonic() + time_s
+    for index, page in enumerate(pages):
+        if time.monotonic() > deadline:
+            log.warning("stopped reading a PDF after %d of %d pages (time)", index, len(pages))
+            failed += len(pages) - index
+            break
         try:
             texts.append(page.extract_text())
         except Exception as exc:

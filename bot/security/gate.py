@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,9 @@ if TYPE_CHECKING:  # loaded when a call is put to a person
     from bot.security.provenance import Provenance
 
 log = logging.getLogger(__name__)
+
+# A closing tag in the content, in any case or spacing ("</ UNTRUSTED"), is defused.
+_CLOSING = re.compile(r"<\s*/\s*(untrusted)", re.IGNORECASE)
 
 ACTING_EFFECTS = frozenset({"write", "shell", "actuate"})
 """Tools with these effects change something; after untrusted content they ask first."""
@@ -300,6 +304,6 @@ def mark_untrusted(source: str, text: str, brought: str = "") -> str:
     ``brought`` (what the content came from) is kept in the marker, so a later
     turn with this result in its history knows it read untrusted content.
     """
-    safe = text.replace("</untrusted", "<\\/untrusted")
+    safe = _CLOSING.sub(lambda m: "<\\/" + m.group(1), text)
     origin = f' from="{escape_label(brought)}"' if brought else ""
     return f'<untrusted source="{source}"{origin}>\n{safe}\n</untrusted>'
