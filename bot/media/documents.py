@@ -229,9 +229,10 @@ class DocumentReader:
         self, attachment: Attachment, message: InboundMessage, fetch: Fetch
     ) -> DocumentLine:
         """The line for ``attachment`` of ``message``, fetched through ``fetch``."""
-        name = " ".join(attachment.name.split()) or "document"  # one line, whatever its name
+        # One short line each, whatever the sender's app put there (the line is not marked).
+        name = _one_line(attachment.name, 200) or "document"
         limit = self._config.max_document_bytes
-        mime = attachment.mime_type or "unknown type"
+        mime = _one_line(attachment.mime_type, 100) or "unknown type"
         if attachment.size > limit:
             return DocumentLine(_too_big(name, mime, attachment.size, limit))
         try:
@@ -313,3 +314,9 @@ def with_attachments(message: InboundMessage) -> str:
         return message.text
     files = ", ".join(f"{a.name} ({a.mime_type}, {size_text(a.size)})" for a in message.attachments)
     return f"{message.text}\n[attached: {files}]".strip()
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line with single spaces, cut to ``limit`` characters ("…" if cut)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
