@@ -203,3 +203,22 @@ async def test_a_pdf_read_out_of_time_counts_its_pages_left_as_not_read() -> Non
     assert (out_of_time.pages, out_of_time.failed_pages, out_of_time.text) == (2, 2, "")
     in_time = await pdf_text(pdf("first page", "second page"))
     assert (in_time.pages, in_time.failed_pages) == (2, 0) and "second page" in in_time.text
+
+
+async def test_the_inbox_follows_no_link_out_of_the_workspace(tmp_path: Path) -> None:
+    """A workspace inbox swapped for a link (the agent's shell could do it) is refused, and
+    a link planted where a copy would go is neither read nor written through."""
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (workspace / "inbox").symlink_to(outside)
+    with pytest.raises(OSError, match="outside the workspace"):
+        await Inbox(workspace, "inbox", UTC).save("a.txt", b"a", NOON, "test")
+    assert list(outside.iterdir()) == []
+    (workspace / "inbox").unlink()
+    (workspace / "inbox").mkdir()
+    secret = outside / "secret"
+    secret.write_bytes(b"a")
+    (workspace / "inbox" / "2026-11-28-a.txt").symlink_to(secret)
+    path = await Inbox(workspace, "inbox", UTC).save("a.txt", b"a", NOON, "test")
+    assert path == "inbox/2026-11-28-a-2.txt" and secret.read_bytes() == b"a"

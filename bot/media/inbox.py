@@ -55,6 +55,8 @@ class Inbox:
     ) -> None:
         self._workspace = Path(os.path.abspath(workspace))
         self._folder = self._workspace / os.path.expanduser(folder)
+        # A folder inside the workspace must stay there: the agent could swap it for a link.
+        self._inside = not os.path.relpath(self._folder, self._workspace).startswith("..")
         self._timezone = timezone
         self._provenance = provenance
 
@@ -71,6 +73,8 @@ class Inbox:
         """Write a new file (or find the same bytes saved before): its path as shown, and
         resolved."""
         self._folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self._inside and not _within(self._folder, self._workspace):
+            raise OSError(f"{self._folder} leads outside the workspace (a symbolic link?)")
         stem, dot, suffix = name.rpartition(".")
         if not dot:
             stem, suffix = name, ""  # "2026-11-28-README": no suffix to keep
@@ -78,7 +82,7 @@ class Inbox:
             candidate = name if number == 1 else f"{stem}-{number}{dot}{suffix}"
             path = os.path.join(self._folder, candidate)
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             except FileExistsError:
                 if _holds(path, data):
                     return self._shown(path), os.path.realpath(path)
@@ -101,9 +105,14 @@ class Inbox:
 def _holds(path: str, data: bytes) -> bool:
     """Whether the file at ``path`` holds exactly ``data``."""
     try:
-        if os.path.getsize(path) != len(data):
-            return False
-        with open(path, "rb") as existing:
-            return existing.read() == data
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a link planted there is not read
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as existing:
+        return os.fstat(fd).st_size == len(data) and existing.read() == data
+
+
+def _within(folder: Path, workspace: Path) -> bool:
+    """Whether ``folder``, links resolved, is inside ``workspace`` (links resolved)."""
+    real, root = os.path.realpath(folder), os.path.realpath(workspace)
+    return os.path.commonpath([real, root]) == root
