@@ -106,6 +106,8 @@ class ApprovalService:
         if place is None:
             return ApprovalOutcome("unavailable")
         surface, target, where = place
+        if request.on_asked is not None:  # only now: a rule's answer never shows as waiting
+            request.on_asked()
         record = await self._post(request, surface, target, where, (person_id, person))
         if isinstance(record, TooLong):
             return ApprovalOutcome("too_long", size=record.size, room=record.room)

@@ -198,11 +198,16 @@ def unreadable_reason(exc: BaseException) -> str:
 
 def cleaned(message: InboundMessage) -> InboundMessage:
     """``message`` with ``clean_text`` applied to what a person wrote or is called (the
-    text, names, the chat's title, whose words it quotes, the files' names and types)."""
+    text, names, the chat's title, whose words it quotes, the files' names and types).
+
+    Names and titles are also put on one line: they reach the model in lines of their
+    own (outside any untrusted marker), where a line break would let a name start one.
+    """
     changes: dict[str, Any] = {
-        name: clean_text(getattr(message, name))
-        for name in ("text", "sender_name", "chat_title", "quotes", "quoted_text", "quoted_from")
+        name: clean_text(getattr(message, name)) for name in ("text", "quoted_text")
     }
+    for name in ("sender_name", "chat_title", "quotes", "quoted_from"):
+        changes[name] = " ".join(clean_text(getattr(message, name)).split())
     changes["attachments"] = tuple(
         Attachment(clean_text(a.name), clean_text(a.mime_type), a.size, a.ref)
         for a in message.attachments
@@ -235,6 +240,13 @@ def quote_excerpt(text: str, limit: int = QUOTE_LIMIT) -> str:
     marked as cut, so the model knows it read only the start)."""
     text = text.strip()
     return text if len(text) <= limit else f"{text[:limit].rstrip()} … (cut)"
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line with single spaces, cut to ``limit`` characters ("…" if cut): a
+    name or type someone chose, put in a line the model reads outside any untrusted marker."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 BOT_AUTHOR = "PinClaw"

@@ -10,6 +10,8 @@ handled once. After the access decision, ``Edits.take`` decides what it does:
   it): the edit is ignored, with a log line;
 - the original or the new text is a chat command: ignored (commands run once);
 - the text and files are the same as the latest version: ignored;
+- the edit was stored before (an older edit delivered again): ignored, so it
+  cannot put back a text that a later edit replaced;
 - the original's turn has not started (held as a possible split paste, or
   waiting behind another turn of its chat): its text is replaced, in memory and
   in the inbound store (a crash replays the new text), and the edit is stored as
@@ -88,6 +90,10 @@ class Edits:
         versions = [original, *await self._inbound.edits_of(original)]
         if _same(versions[-1].message, edit):
             log.info("ignored an edit of message %s: nothing changed", where)
+            return None
+        # An older edit delivered again must not undo a later one waiting for its turn.
+        if edit.message_id and await self._inbound.find(edit.channel, edit.message_id):
+            log.info("ignored a second delivery of edit %s on %s", edit.message_id, edit.channel)
             return None
         row_id = self._replace_waiting(original, edit, holding)
         if row_id is not None:

@@ -4,7 +4,8 @@ Telegram clients split a paste longer than 4,096 characters into several message
 Discord clients at 2,000. A message that fills at least half of its platform's limit
 (``paste_limit`` on the channel) may go on in a next part, so the ``Gatherer`` holds
 it for ``[daemon] merge_window_ms`` before its turn is queued. The same person's next
-message in that chat joins it and the window starts again; a part that fills less
+message in that chat joins it (as text, even when it starts with ``/``: the router
+asks ``continues``) and the window starts again; a part that fills less
 than half the limit ends the paste at once, and so does a quiet window. The parts go
 to the session runner together; the turn reads their texts joined by a line break,
 as the paste was. A message that follows the same person's earlier one within the
@@ -131,12 +132,11 @@ class Gatherer:
                 return True
         return False
 
-    def flush(self, message: InboundMessage) -> None:
-        """Queue at once what this message's sender has held in its chat (before a command,
-        so ``/stop`` finds it)."""
+    def continues(self, message: InboundMessage) -> bool:
+        """Whether ``message`` comes while its sender's paste is held: it is then the paste's
+        next part, even when it starts with ``/`` (a client cut the paste before such a line)."""
         held = self._held.get(key_of(message))
-        if held is not None and not held.replaying:
-            self._release(key_of(message))
+        return held is not None and not held.replaying and bool(held.jobs)
 
     def expect(self, messages: Iterable[InboundMessage]) -> None:
         """Before ``replay`` puts back stored messages: hold what their senders send

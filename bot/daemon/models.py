@@ -27,7 +27,7 @@ import httpx
 from bot.agent.loop import ModelSettings
 from bot.approvals.approvers import Approvers
 from bot.config import Config, ProviderSpec
-from bot.core.messages import InboundMessage, SessionKey
+from bot.core.messages import InboundMessage, SessionKey, one_line
 from bot.providers import Provider, build_provider
 from bot.store.kv import KeyValueStore
 
@@ -179,7 +179,9 @@ class ChatModels:
             )
         choice = self.default if wanted.casefold() == DEFAULT else self.find(wanted)
         if choice is None:
-            return f'There is no model called "{wanted}" here.\n\n{self.listing(current)}'
+            # As typed, in code: no markup of someone's text runs in the bot's answer.
+            shown = one_line(wanted, 80).replace("`", "'")
+            return f'There is no model called "`{shown}`" here.\n\n{self.listing(current)}'
         stored = "" if choice is self.default else choice.label
         await self._state.set(NAMESPACE, str(message.session), stored)
         log.info("%s now uses %s (chosen by %s)", message.session, choice.label, message.sender_id)

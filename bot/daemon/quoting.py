@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from bot.core.messages import BOT_AUTHOR, InboundMessage
+from bot.core.messages import BOT_AUTHOR, InboundMessage, one_line
 from bot.media.prepare import TurnInput
 from bot.security.gate import mark_untrusted
 
@@ -32,8 +32,11 @@ def quote_lines(message: InboundMessage) -> str:
     quoted = message.quoted_text.strip()
     if not quoted:
         return ""
-    author = message.quoted_from.strip() or "someone"
-    if message.quotes and author != BOT_AUTHOR:
+    # The author's name is outside the marker: one short line, whatever they are called.
+    author = one_line(message.quoted_from, 100) or "someone"
+    # ``quotes`` is the adapter's word (by id) that someone else wrote it: whoever is
+    # called "PinClaw" there is not the bot.
+    if message.quotes:
         intro = f"[replying to a message from {author}, quoted below]"
         return f"{intro}\n{mark_untrusted('quoted message', quoted, message.quotes)}"
     if author == BOT_AUTHOR:

@@ -297,13 +297,13 @@ class Router:
                 await asyncio.wait(late, timeout=CANCEL_WAIT_S)
 
     def _dispatch(self, job: Job) -> None:
-        # A message that fills half the platform's limit is text (a paste), never a command.
-        long = self._gather.may_continue(job.message)
-        command = None if long else parse_command(job.message.text)
+        # A part of a paste is text, never a command: a message that fills half the
+        # platform's limit, or one that comes while the sender's paste is held.
+        part = self._gather.may_continue(job.message) or self._gather.continues(job.message)
+        command = None if part else parse_command(job.message.text)
         if command is None:
             self._gather.add(job)  # held a moment when it may be one part of a split paste
         else:
-            self._gather.flush(job.message)  # what the sender sent before goes first
             self._spawn(self._command(job, *command))
 
     async def _command(self, job: Job, name: str, args: str) -> None:

@@ -2,8 +2,9 @@
 
 A file is read as text when its type or name says so (``text/*``, JSON, YAML,
 TOML, XML, shell, ``.md``, ``.csv``, ``.log``, source code ...) or, when it has
-no telling type, when its content is UTF-8 without NUL bytes; it is read as a
-PDF when its content starts like one (``%PDF-``), through ``pypdf`` in a
+no telling type, when its content is UTF-8 without NUL bytes (one named as text
+that holds NUL bytes, a program or an archive renamed, is not read); it is read
+as a PDF when its content starts like one (``%PDF-``), through ``pypdf`` in a
 thread. The model reads one line naming the document, with its type, its size
 ("26 bytes", "12.5 KB"), where it was saved (see ``inbox``) and how much of its
 text follows, then the text inside the same ``<untrusted ...>`` marker that tool
@@ -27,7 +28,7 @@ from typing import Literal
 
 from bot.config.media import MediaConfig
 from bot.core.channel import DeliveryError
-from bot.core.messages import Attachment, InboundMessage, clean_text, decode_text
+from bot.core.messages import Attachment, InboundMessage, clean_text, decode_text, one_line
 from bot.media.inbox import Inbox
 from bot.security.gate import mark_untrusted
 
@@ -67,6 +68,7 @@ _TEXT_NAMES = frozenset(
 _SNIFF_BYTES = 8192
 _UNSUPPORTED = "only text files and PDFs are read"
 _NOT_A_PDF = "it is named a PDF, but its content is not one"
+_NOT_TEXT = "it is named a text file, but its content is not text"
 
 
 def declared_kind(attachment: Attachment) -> Kind | None:
@@ -100,6 +102,14 @@ def looks_like_text(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def is_binary(data: bytes) -> bool:
+    """Whether ``data`` holds NUL bytes, as programs and archives do and text never does
+    (UTF-16, which has them, starts with its byte order mark)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return False
+    return b"\0" in data[:_SNIFF_BYTES]
 
 
 def text_of(data: bytes) -> str:
@@ -230,9 +240,9 @@ class DocumentReader:
     ) -> DocumentLine:
         """The line for ``attachment`` of ``message``, fetched through ``fetch``."""
         # One short line each, whatever the sender's app put there (the line is not marked).
-        name = _one_line(attachment.name, 200) or "document"
+        name = one_line(attachment.name, 200) or "document"
         limit = self._config.max_document_bytes
-        mime = _one_line(attachment.mime_type, 100) or "unknown type"
+        mime = one_line(attachment.mime_type, 100) or "unknown type"
         if attachment.size > limit:
             return DocumentLine(_too_big(name, mime, attachment.size, limit))
         try:
@@ -248,17 +258,20 @@ class DocumentReader:
         kind: Kind | None = "pdf" if is_pdf(data) else declared_kind(attachment)
         if kind is None and looks_like_text(data):
             kind = "text"
+        # A file that is not read says its exact size; one that is read, a rounded one.
+        exact = f"{name} ({mime}, {exact_size(len(data))}){saved}"
         if kind is None:
-            exact = f"{name} ({mime}, {exact_size(len(data))})"
-            return DocumentLine(f"[document: {exact}{saved}; not read: {_UNSUPPORTED}]")
-        head = f"{name} ({mime}, {size_text(len(data))})"
+            return DocumentLine(f"[document: {exact}; not read: {_UNSUPPORTED}]")
         if kind == "pdf" and not is_pdf(data):
-            return DocumentLine(f"[document: {head}{saved}; not read: {_NOT_A_PDF}]")
+            return DocumentLine(f"[document: {exact}; not read: {_NOT_A_PDF}]")
+        if kind == "text" and is_binary(data):
+            return DocumentLine(f"[document: {exact}; not read: {_NOT_TEXT}]")
+        head = f"{name} ({mime}, {size_text(len(data))})"
         pages = ""
         if kind == "pdf":
             pdf = await pdf_text(data)
             if pdf.problem:
-                return DocumentLine(f"[document: {head}{saved}; not read: {pdf.problem}]")
+                return DocumentLine(f"[document: {exact}; not read: {pdf.problem}]")
             pages = f", {pdf.pages} page" + ("s" if pdf.pages != 1 else "")
             if pdf.failed_pages:
                 pages += f" ({pdf.failed_pages} could not be read)"
@@ -314,9 +327,3 @@ def with_attachments(message: InboundMessage) -> str:
         return message.text
     files = ", ".join(f"{a.name} ({a.mime_type}, {size_text(a.size)})" for a in message.attachments)
     return f"{message.text}\n[attached: {files}]".strip()
-
-
-def _one_line(text: str, limit: int) -> str:
-    """``text`` on one line with single spaces, cut to ``limit`` characters ("…" if cut)."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -5,7 +5,8 @@ OpenAI and local servers (speaches, Kokoro-FastAPI, openedai-speech) take JSON
 bytes. PinClaw asks for ``opus``: an Ogg Opus file, which Telegram plays as a
 voice message as it is. A timeout, a lost connection, a 429 or a 5xx is tried
 once more; every failure becomes a ``SpeechError`` carrying a reason for the log
-and a sentence for people.
+and a sentence for people. An answer larger than ``MAX_AUDIO_BYTES`` is not read
+past that size and counts as a failure.
 
 ``speakable`` turns a reply's markdown into what is worth saying aloud.
 """
@@ -27,6 +28,11 @@ from bot.core.markdown import BULLET, FENCE_OPEN, HEADING, INLINE, closes_fence
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+
+# A reply's recording goes out as one upload (Telegram takes 50 MB, Discord 10 MB without
+# Nitro); 20 MB is about an hour of Opus or several minutes of WAV: anything larger is a
+# server gone wrong, and reading it whole could exhaust a Pi's memory.
+MAX_AUDIO_BYTES = 20 * 1024 * 1024
 
 
 class SpeechError(UserError):
@@ -87,9 +93,12 @@ class Speech:
             "response_format": "opus",
         }
         try:
-            response = await self._client.post(
-                self._url, json=body, headers=headers, timeout=self._config.timeout_s
-            )
+            async with self._client.stream(
+                "POST", self._url, json=body, headers=headers, timeout=self._config.timeout_s
+            ) as response:
+                status = response.status_code
+                kind = response.headers.get("content-type", "no type")
+                data = await _capped(response)
         except httpx.TimeoutException:
             raise _Transient(
                 f"no answer from {self._url} within {self._config.timeout_s:g} s",
@@ -99,21 +108,20 @@ class Speech:
             raise _Transient(
                 f"could not reach {self._url}: {exc!r}", "the speech service could not be reached"
             ) from exc
-        status = response.status_code
         if status == 429 or status >= 500:
-            raise _Transient(
-                f"HTTP {status} from {self._url}: {_detail(response)}", _refusal(status)
-            )
+            raise _Transient(f"HTTP {status} from {self._url}: {_detail(data)}", _refusal(status))
         if status != 200:
+            raise SpeechError(f"HTTP {status} from {self._url}: {_detail(data)}", _refusal(status))
+        if data is None:
             raise SpeechError(
-                f"HTTP {status} from {self._url}: {_detail(response)}", _refusal(status)
+                f"{self._url} answered with more than {MAX_AUDIO_BYTES // 1024**2} MB",
+                "the speech service sent a recording too large to send",
             )
-        recording = _recording(response.content)
+        recording = _recording(data)
         if recording is None:
-            kind = response.headers.get("content-type", "no type")
             raise SpeechError(
                 f"{self._url} answered with something that is not audio "
-                f"({kind}, {len(response.content)} bytes)",
+                f"({kind}, {len(data)} bytes)",
                 "the speech service sent an answer I could not play",
             )
         return recording
@@ -135,8 +143,25 @@ def _recording(data: bytes) -> Recording | None:
     return None
 
 
-def _detail(response: httpx.Response) -> str:
-    return response.text[:300].strip()
+async def _capped(response: httpx.Response) -> bytes | None:
+    """The body, read as it comes; None once it passes ``MAX_AUDIO_BYTES`` (nothing more of
+    it is read: a server that sends without end costs no memory)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_AUDIO_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_AUDIO_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _detail(data: bytes | None) -> str:
+    """The start of an error body, on one line (it goes into one log line)."""
+    return " ".join((data or b"")[:300].decode("utf-8", "replace").split())
 
 
 def _refusal(status: int) -> str:

@@ -14,6 +14,7 @@ import email.utils
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -235,7 +236,7 @@ def error_detail(raw: bytes, limit: int = 300) -> str:
         return error_detail(json.dumps(data[0]).encode(), limit)
     for item in candidates:
         if isinstance(item, str) and item.strip():
-            return _shorten(item.strip(), limit)
+            return _shorten(" ".join(item.split()), limit)  # one line: it may reach a chat
     return _snippet(raw, limit)
 
 
@@ -302,8 +303,19 @@ def _describe(exc: Exception) -> str:
 
 
 def _snippet(raw: bytes, limit: int = 120) -> str:
-    text = raw.decode("utf-8", "replace").strip().replace("\n", " ")
+    """A body that is not the provider's JSON, in a few words: an HTML page (a proxy's or a
+    crashed server's, which may hold a traceback) by its title only."""
+    text = raw.decode("utf-8", "replace").strip()
+    if _HTML.match(text):
+        title = _TITLE.search(text)
+        name = " ".join(title.group(1).split()) if title else ""
+        return f'an HTML page ("{_shorten(name, 80)}")' if name else "an HTML page"
+    text = " ".join(text.split())
     return _shorten(text, limit) if text else "empty body"
+
+
+_HTML = re.compile(r"<(!doctype\s+html|html|head|body)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -8,7 +8,8 @@ whole where the person would be asked (``too_long``: never asked, never run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from bot.core.messages import SessionKey
@@ -42,6 +43,9 @@ class ApprovalRequest:
     """What untrusted content the turn read before this call ("" for none): an "always"
     rule does not answer such a request, a person does."""
     shorter: tuple[str, ...] = ()
+    on_asked: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    """Called when a person is really asked (no rule answered), just before the request is
+    shown: the turn's progress line then says the call waits for approval."""
 
 
 @dataclass(frozen=True, slots=True)

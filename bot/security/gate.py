@@ -6,8 +6,10 @@ sender's hourly limit, put to a person when it needs approval, run, and its
 output redacted of secrets and marked as untrusted data where it comes from the
 outside world. Every call, whatever happened to it, is written to the audit log.
 The turn is told where each call stands (``ToolContext.on_call``): waiting for a
-person, running (only once it really runs), done; so its progress line never
-says "running" while a call waits for approval or after it was refused.
+person (once one is really asked, not while an "always" rule is looked up),
+running (only once it really runs), done; so its progress line never says
+"running" while a call waits for approval or after it was refused, nor
+"waiting" for a call a rule allows.
 """
 
 from __future__ import annotations
@@ -223,8 +225,6 @@ class PolicyGate:
             return ApprovalOutcome("unavailable")
         from bot.security.visible import renderings  # loaded with the first request
 
-        report_call(ctx, prepared.call, "waiting")
-
         shown = renderings(prepared.tool.name, prepared.call.arguments, self._redactor)
         request = ApprovalRequest(
             tool=prepared.tool.name,
@@ -240,6 +240,8 @@ class PolicyGate:
             is_direct=ctx.is_direct,
             inbound_id=ctx.inbound_id,
             after_untrusted=ctx.taint.describe() if after else "",
+            # "waiting" once a person is asked, not while a rule is looked up.
+            on_asked=lambda: report_call(ctx, prepared.call, "waiting"),
         )
         return await self._approver.request_approval(request)
 
