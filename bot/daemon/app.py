@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # each of these is loaded only when the config uses it
     from bot.daemon.voice import VoiceReplies
     from bot.hardware.history import SensorHistory
     from bot.mcp.manager import McpManager
+    from bot.media.inbox import Inbox
     from bot.media.prepare import MediaIntake
     from bot.security.net import Resolver
     from tools.delegate import AgentFactory
@@ -74,17 +75,21 @@ class App:
     def media(self) -> MediaIntake:
         """Pictures, voice and documents for chat turns, by the config and the main model's
         vision; documents are saved in the workspace's inbox."""
-        from bot.media.inbox import Inbox
         from bot.media.prepare import media_intake
 
         assert self.client is not None, "open_app gives every App its client"
         loaded = self.loaded
-        inbox = Inbox(
-            loaded.workspace,
-            loaded.config.media.inbox_dir,
-            loaded.timezone(),
-            Provenance(self.db, self.security.paths.roots),  # saved documents are untrusted
-        )
+
+        def inbox() -> Inbox:  # made with the first document (its code loaded then)
+            from bot.media.inbox import Inbox
+
+            return Inbox(
+                loaded.workspace,
+                loaded.config.media.inbox_dir,
+                loaded.timezone(),
+                Provenance(self.db, self.security.paths.roots),  # saved documents: untrusted
+            )
+
         return media_intake(loaded.config, self.client, inbox)
 
     @functools.cached_property

@@ -18,11 +18,11 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals.approvers import Approvers
 from bot.approvals.service import ApprovalService
-from bot.config import LoadedConfig
+from bot.config import Config, LoadedConfig
 from bot.config.channel import ChannelSettings
 from bot.core import metrics
 from bot.core.channel import Channel, ChannelDeps
@@ -45,7 +45,6 @@ from bot.daemon.stopping import CANCEL_WAIT_S, CHANNELS_S, CLOSE_S, cancel_withi
 from bot.daemon.storage import StorageWatch, storage_watch
 from bot.daemon.supervisor import supervise
 from bot.daemon.triggers import trigger_service
-from bot.daemon.usage_footer import usage_footer
 from bot.daemon.web import WebEndpoint
 from bot.panel.context import PanelDeps
 from bot.security.audit import AuditLog
@@ -53,6 +52,9 @@ from bot.store.inbound import InboundStore
 from bot.store.kv import KeyValueStore
 from bot.store.pairing import PairingStore
 from bot.triggers.service import TriggerService
+
+if TYPE_CHECKING:  # loaded only when [agent] usage_footer is on
+    from bot.daemon.usage_footer import UsageFooter
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +167,7 @@ class Daemon:
                 storage=storage,
                 voice=app.voice,
                 models=ChatModels(loaded.config, app.client, state, approvers),
-                footer=usage_footer(loaded.config, app.usage),
+                footer=_usage_footer(loaded.config, app),
             )
             timers = await scheduling(app, loaded, router, channels, approvers)
             assert timers.outbox is not None
@@ -318,3 +320,12 @@ def _job_count(daemon: Daemon) -> int | None:
         return None
     # CronService registers each stored job under its numeric id (retries as "ID:retry").
     return sum(1 for job in daemon.scheduling.scheduler.get_jobs() if str(job.id).isdigit())
+
+
+def _usage_footer(config: Config, app: App) -> UsageFooter | None:
+    """The usage footer when ``[agent] usage_footer`` is on (its code loaded only then)."""
+    if not config.agent.usage_footer:
+        return None
+    from bot.daemon.usage_footer import usage_footer
+
+    return usage_footer(config, app.usage)

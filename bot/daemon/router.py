@@ -48,13 +48,12 @@ from bot.daemon.quoting import with_quoted_sources
 from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
 from bot.daemon.stopping import CANCEL_WAIT_S
 from bot.daemon.storage import StorageWatch, full_reason
-from bot.daemon.usage_footer import UsageFooter
-from bot.media.documents import with_attachments
 from bot.media.prepare import MediaIntake, TurnInput
 from bot.store.inbound import InboundStatus, InboundStore, StoredInbound
 from bot.store.pairing import PairingStore
 
-if TYPE_CHECKING:  # loaded only when [speech] is set up
+if TYPE_CHECKING:  # loaded only when [speech] or [agent] usage_footer is set up
+    from bot.daemon.usage_footer import UsageFooter
     from bot.daemon.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
@@ -386,6 +385,8 @@ class Router:
         # Corrections and quoted replies as the model reads them; a split paste joined back.
         messages = pasted([await self._edits.for_model(job) for job in jobs])
         if self._media is None:
+            from bot.media.documents import with_attachments  # a bare router: names only
+
             given = TurnInput("\n\n".join(with_attachments(m) for m in messages))
         else:
             given = await self._media.prepare(messages, channel.fetch)

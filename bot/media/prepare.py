@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -35,10 +36,12 @@ from bot.core.conversation import BLIND_NOTE, ImagePart
 from bot.core.errors import bug_message, log_bug
 from bot.core.messages import Attachment, InboundMessage
 from bot.media.audio import clock, duration_s, is_audio, is_voice_note, upload_name
-from bot.media.documents import DocumentReader, FetchedOnce, declared_kind, size_text
 from bot.media.images import IMAGE_SUFFIXES, sniff_image
-from bot.media.inbox import Inbox
 from bot.media.transcribe import Transcriber, TranscriptionError
+
+if TYPE_CHECKING:  # documents are read by code loaded with the first one
+    from bot.media.documents import DocumentReader
+    from bot.media.inbox import Inbox
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class _Gathered:
 
 
 def media_intake(
-    config: Config, client: httpx.AsyncClient, inbox: Inbox | None = None
+    config: Config, client: httpx.AsyncClient, inbox: Callable[[], Inbox] | None = None
 ) -> MediaIntake:
     """The intake for a config: the main model's vision, ``[media]``, ``[transcription]``,
     and where documents are saved."""
@@ -114,17 +117,22 @@ class MediaIntake:
         *,
         vision: bool,
         transcriber: Transcriber | None,
-        inbox: Inbox | None = None,
+        inbox: Callable[[], Inbox] | None = None,
     ) -> None:
         self._config = config
         self._vision = vision
         self._transcriber = transcriber
-        self._documents = DocumentReader(config, inbox)
+        self._inbox = inbox  # makes the inbox, with the first document
+        self._reader: DocumentReader | None = None  # made for the first document
         self._told_blind: set[str] = set()
 
     async def prepare(self, messages: Sequence[InboundMessage], fetch: Fetch) -> TurnInput:
         """The input for a turn answering ``messages`` (of one chat), fetching through ``fetch``."""
-        got, fetch = _Gathered(), FetchedOnce(fetch)
+        got = _Gathered()
+        if any(message.attachments for message in messages):
+            from bot.media.documents import FetchedOnce
+
+            fetch = FetchedOnce(fetch)  # a file looked at twice is downloaded once
         parts: list[str] = []
         for message in messages:
             lines = [] if _says_nothing(message) else [message.text]
@@ -141,6 +149,8 @@ class MediaIntake:
     async def _attachment(
         self, attachment: Attachment, message: InboundMessage, fetch: Fetch, got: _Gathered
     ) -> str:
+        from bot.media.documents import declared_kind  # loaded with the first file
+
         try:
             if is_audio(attachment):
                 return await self._recording(attachment, message, fetch, got)
@@ -148,7 +158,7 @@ class MediaIntake:
             if _maybe_picture(attachment) and declared_kind(attachment) is None:
                 line = await self._picture(attachment, message, fetch, got)
             if line is None:  # a document, or a file of no declared type that is no picture
-                document = await self._documents.take(attachment, message, fetch)
+                document = await self._documents().take(attachment, message, fetch)
                 line = document.line
                 if document.untrusted:
                     got.untrusted.append(document.untrusted)
@@ -248,6 +258,15 @@ class MediaIntake:
         length = f", {clock(seconds)}" if seconds is not None else ""
         return f"[{kind}{length}] {heard.text}"
 
+    def _documents(self) -> DocumentReader:
+        """The document reader, made (and its code loaded) for the first document."""
+        if self._reader is None:
+            from bot.media.documents import DocumentReader
+
+            inbox = self._inbox() if self._inbox is not None else None
+            self._reader = DocumentReader(self._config, inbox)
+        return self._reader
+
     @staticmethod
     def _unheard(got: _Gathered, sentence: str, line: str) -> str:
         got.unheard += 1
@@ -289,6 +308,8 @@ def _maybe_picture(attachment: Attachment) -> bool:
 
 
 def _file_line(attachment: Attachment) -> str:
+    from bot.media.documents import size_text
+
     size = size_text(attachment.size)
     return f"[attached: {attachment.name} ({attachment.mime_type}, {size})]"
 
