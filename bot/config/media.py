@@ -30,59 +30,50 @@ class MediaConfig(Section):
     """Where documents people send are saved, relative to the workspace."""
 
 
-class TranscriptionConfig(Section):
+class AudioEndpoint(Section):
+    """An OpenAI-compatible audio endpoint: where it is, its key, how long to wait; off
+    while ``base_url`` is empty."""
+
+    base_url: str = ""
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+
+    _check_url = field_validator("base_url")(check_url)
+    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
+
+    @property
+    def configured(self) -> bool:
+        """Whether the endpoint is set up."""
+        return bool(self.base_url)
+
+    def key(self) -> str:
+        """The API key, or "" for a server that needs none."""
+        return self.api_key.get_secret_value() if self.api_key else ""
+
+
+class TranscriptionConfig(AudioEndpoint):
     """An OpenAI-compatible ``/audio/transcriptions`` endpoint for voice messages.
 
     Off while ``base_url`` is empty: voice messages are then answered with a
     sentence saying how to turn transcription on.
     """
 
-    base_url: str = ""
     model: str = Field(default="whisper-1", min_length=1)
-    api_key: SecretStr | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
     max_audio_bytes: int = Field(default=25 * MIB, ge=1024)
 
-    _check_url = field_validator("base_url")(check_url)
-    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
 
-    @property
-    def configured(self) -> bool:
-        """Whether voice messages can be transcribed."""
-        return bool(self.base_url)
-
-    def key(self) -> str:
-        """The API key, or "" for a server that needs none."""
-        return self.api_key.get_secret_value() if self.api_key else ""
-
-
-class SpeechConfig(Section):
+class SpeechConfig(AudioEndpoint):
     """An OpenAI-compatible ``/audio/speech`` endpoint for answers by voice.
 
     Off while ``base_url`` is empty. ``reply_with_voice`` says when a reply is also
     spoken: ``when_spoken_to`` (the person sent a voice note), ``always`` or ``never``.
     """
 
-    base_url: str = ""
     model: str = Field(default="gpt-4o-mini-tts", min_length=1)
     voice: str = Field(default="alloy", min_length=1)
-    api_key: SecretStr | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
     reply_with_voice: Literal["when_spoken_to", "always", "never"] = "when_spoken_to"
     max_chars: int = Field(default=4000, ge=100, le=100_000)
     """Replies longer than this are sent as text only."""
-
-    _check_url = field_validator("base_url")(check_url)
-    _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
-
-    @property
-    def configured(self) -> bool:
-        """Whether replies can be spoken."""
-        return bool(self.base_url)
-
-    def key(self) -> str:
-        """The API key, or "" for a server that needs none."""
-        return self.api_key.get_secret_value() if self.api_key else ""
 
 
 # Model names (after any "vendor/" prefix, lower case) of models known to take

@@ -13,10 +13,8 @@ past that size and counts as a failure.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -24,10 +22,10 @@ import httpx
 from bot.config.media import SpeechConfig
 from bot.core.errors import UserError
 from bot.core.markdown import BULLET, FENCE_OPEN, HEADING, INLINE, closes_fence
+from bot.media.endpoint import AudioClient
 
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
 
 # A reply's recording goes out as one upload (Telegram takes 50 MB, Discord 10 MB without
 # Nitro); 20 MB is about an hour of Opus or several minutes of WAV: anything larger is a
@@ -55,22 +53,10 @@ class Recording:
     mime_type: str
 
 
-class Speech:
+class Speech(AudioClient[SpeechConfig]):
     """Sends text to the configured speech endpoint (through the app's client)."""
 
-    def __init__(
-        self,
-        config: SpeechConfig,
-        client: httpx.AsyncClient,
-        *,
-        sleep: Sleep = asyncio.sleep,
-        retry_delay_s: float = 1.0,
-    ) -> None:
-        self._config = config
-        self._client = client
-        self._sleep = sleep
-        self._retry_delay_s = retry_delay_s
-        self._url = f"{config.base_url.rstrip('/')}/audio/speech"
+    PATH = "speech"
 
     async def say(self, text: str) -> Recording:
         """``text`` spoken; ``SpeechError`` when the endpoint cannot, even on a second try."""
@@ -85,7 +71,7 @@ class Speech:
             raise SpeechError(f"{exc}, twice", exc.person) from None
 
     async def _attempt(self, text: str) -> Recording:
-        headers = {"Authorization": f"Bearer {self._config.key()}"} if self._config.key() else {}
+        headers = self._headers()
         body = {
             "model": self._config.model,
             "voice": self._config.voice,

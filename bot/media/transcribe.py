@@ -9,19 +9,16 @@ reason for the log and a sentence for the person.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
 
 from bot.config.media import TranscriptionConfig
 from bot.core.errors import UserError
+from bot.media.endpoint import AudioClient
 
 log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[None]]
 
 
 class TranscriptionError(UserError):
@@ -44,22 +41,10 @@ class Transcript:
     duration_s: float | None = None
 
 
-class Transcriber:
+class Transcriber(AudioClient[TranscriptionConfig]):
     """Sends recordings to the configured transcription endpoint (through the app's client)."""
 
-    def __init__(
-        self,
-        config: TranscriptionConfig,
-        client: httpx.AsyncClient,
-        *,
-        sleep: Sleep = asyncio.sleep,
-        retry_delay_s: float = 1.0,
-    ) -> None:
-        self._config = config
-        self._client = client
-        self._sleep = sleep
-        self._retry_delay_s = retry_delay_s
-        self._url = f"{config.base_url.rstrip('/')}/audio/transcriptions"
+    PATH = "transcriptions"
 
     @property
     def max_bytes(self) -> int:
@@ -95,7 +80,7 @@ class Transcriber:
             ) from None
 
     async def _post(self, data: bytes, name: str, mime_type: str) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self._config.key()}"} if self._config.key() else {}
+        headers = self._headers()
         try:
             return await self._client.post(
                 self._url,
