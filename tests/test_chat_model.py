@@ -26,7 +26,8 @@ import pytest
 from bot.daemon.main import Daemon
 from bot.store.usage import money
 from tests.browser import Panel, free_port
-from tests.channel_tables import slack_table, telegram_table
+from tests.channel_tables import discord_table, slack_table, telegram_table
+from tests.chat_harness import ask
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_discord.payloads import FLAG_LOADING
@@ -85,16 +86,6 @@ async def telegram_daemon(
     async with running_daemon(tmp_path, llm, channels, tables=given) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
-
-
-async def ask(telegram: FakeTelegram, chat: int, who: Json, text: str) -> str:
-    """Send ``text`` as ``who`` in its private chat; the bot's next message there."""
-    before = len(telegram.sent(chat))
-    telegram.user_sends(chat, who, text)
-    sent = await telegram.await_until(
-        lambda: found if len(found := telegram.sent(chat)) > before else None
-    )
-    return sent[before].text
 
 
 def rows(tmp_path: Path, query: str) -> list[tuple[Any, ...]]:
@@ -181,14 +172,7 @@ async def test_discord_slash_command_switches_with_its_name_option(
     tmp_path: Path, llm: FakeLLM
 ) -> None:
     with FakeDiscord.running(heartbeat_interval=1.0) as fake:
-        channels = {
-            "discord": {
-                "token": fake.token,
-                "api_base_url": fake.api_base,
-                "gateway_url": fake.gateway_url,
-                "allowed_users": [fake.owner["id"]],
-            }
-        }
+        channels = {"discord": discord_table(fake)}
         async with running_daemon(tmp_path, llm, channels, tables=model_tables(llm)) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
             await fake.await_call("PUT", r"^/applications/\d+/commands$")

@@ -29,13 +29,14 @@ from aiohttp import web
 
 from bot.core.messages import InboundMessage, SessionKey
 from bot.daemon.main import Daemon
-from tests.channel_tables import TELEGRAM_OWNER, slack_table, telegram_table
+from tests.channel_tables import TELEGRAM_OWNER, discord_table, slack_table, telegram_table
+from tests.chat_harness import ask, replies
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import CallTools, FakeLLM, Hold, Raw, Say, Stall
 from tests.fake_slack import ALICE, ALICE_DM, FakeSlack
 from tests.fake_speech import FakeSpeech
-from tests.fake_telegram import FakeTelegram, SentMessage
+from tests.fake_telegram import FakeTelegram
 from tests.shown_calls import no_repeats, slack_shown, telegram_shown
 from tests.telegram_taps import button, request_in, tap
 
@@ -72,13 +73,6 @@ async def telegram_daemon(
     ) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
-
-
-async def replies(telegram: FakeTelegram, count: int, chat: int = OWNER) -> list[SentMessage]:
-    """The bot's messages in ``chat`` once there are ``count`` of them."""
-    return await telegram.await_until(
-        lambda: sent if len(sent := telegram.sent(chat)) >= count else None
-    )
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
@@ -648,16 +642,6 @@ def with_models(llm: FakeLLM, **extra: Any) -> Json:
     }
 
 
-async def ask(telegram: FakeTelegram, chat: int, who: Json, text: str) -> str:
-    """Send ``text`` as ``who`` in ``chat``; the bot's next message there."""
-    before = len(telegram.sent(chat))
-    telegram.user_sends(chat, who, text)
-    sent = await telegram.await_until(
-        lambda: found if len(found := telegram.sent(chat)) > before else None
-    )
-    return sent[before].text
-
-
 async def test_model_in_a_group_by_someone_who_may_not_approve_is_refused(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram
 ) -> None:
@@ -918,12 +902,7 @@ async def test_on_discord_someone_displayed_as_pinclaw_is_quoted_as_untrusted(
     llm.queue(Say("Noted."))
     with FakeDiscord.running(heartbeat_interval=1.0) as fake:
         mimic = fake.add_user("PinClaw")
-        table = {
-            "token": fake.token,
-            "api_base_url": fake.api_base,
-            "gateway_url": fake.gateway_url,
-            "allowed_users": [fake.owner["id"]],
-        }
+        table = discord_table(fake)
         async with running_daemon(tmp_path, llm, {"discord": table}) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
             channel = fake.channel["id"]

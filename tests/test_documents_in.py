@@ -21,7 +21,8 @@ from typing import Any
 from pypdf import PdfReader
 
 from bot.daemon.main import Daemon
-from tests.channel_tables import slack_table, telegram_table
+from tests.channel_tables import discord_table, slack_table, telegram_table
+from tests.chat_harness import replies
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_discord.payloads import message as discord_message
@@ -31,7 +32,7 @@ from tests.fake_slack import ALICE, ALICE_DM, FakeSlack
 from tests.fake_telegram import FakeTelegram, SentMessage
 from tests.media_samples import FileHost, pdf
 from tests.telegram_taps import button, request_in, tap
-from tests.test_media_in import ADA, OWNER, last_user_content, provider, replies
+from tests.test_media_in import ADA, OWNER, last_user_content, provider
 from tests.test_telegram_approvals import closed
 
 LIST = b"milk\neggs\nbread\ncoffee\ntea"
@@ -221,12 +222,7 @@ async def test_a_discord_text_file_reaches_the_model(tmp_path: Path, llm: FakeLL
     notes = b"Backup at 02:00, rotate logs weekly.\n"
     llm.queue(Say("Backups run at two."))
     with FakeDiscord.running(heartbeat_interval=1.0) as fake, FileHost.running() as cdn:
-        table = {
-            "token": fake.token,
-            "api_base_url": fake.api_base,
-            "gateway_url": fake.gateway_url,
-            "allowed_users": [fake.owner["id"]],
-        }
+        table = discord_table(fake)
         async with running_daemon(tmp_path, llm, {"discord": table}) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
             dm = fake.dm_channel(fake.owner)["id"]

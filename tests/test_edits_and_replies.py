@@ -29,7 +29,8 @@ from bot.core.messages import InboundMessage
 from bot.daemon.main import Daemon
 from bot.daemon.quoting import with_quoted_sources
 from bot.media.prepare import TurnInput
-from tests.channel_tables import TELEGRAM_OWNER, slack_table, telegram_table
+from tests.channel_tables import TELEGRAM_OWNER, discord_table, slack_table, telegram_table
+from tests.chat_harness import replies
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import CallTools, FakeLLM, Hold, Say
@@ -128,13 +129,6 @@ async def telegram_daemon(
         yield daemon
 
 
-async def telegram_replies(telegram: FakeTelegram, count: int, chat: int = OWNER) -> list[Any]:
-    """The bot's messages in ``chat`` once there are ``count`` of them."""
-    return await telegram.await_until(
-        lambda: sent if len(sent := telegram.sent(chat)) >= count else None
-    )
-
-
 async def test_telegram_an_edit_before_the_turn_replaces_the_text(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -151,7 +145,7 @@ async def test_telegram_an_edit_before_the_turn_replaces_the_text(
             took = stored(daemon, "telegram", key, "what is 2+2?")
             await eventually(took, "the waiting message to take the edit")
             gate.set()
-            await telegram_replies(telegram, 2)
+            await replies(telegram, 2)
             await daemon.router.drain()
     finally:
         gate.set()
@@ -169,9 +163,9 @@ async def test_telegram_an_edit_after_the_answer_is_answered_once_as_a_correctio
     llm.queue(Say("4."), Say("5, then."))
     async with telegram_daemon(tmp_path, llm, telegram) as daemon:
         asked = telegram.user_sends(OWNER, ADA, "what is 2+2?")["message"]
-        await telegram_replies(telegram, 1)
+        await replies(telegram, 1)
         update = telegram.user_edits(OWNER, asked, "what is 2+3?")
-        await telegram_replies(telegram, 2)
+        await replies(telegram, 2)
         await daemon.router.drain()
         telegram.redeliver(update)  # the same edit again: stored and answered once
         await eventually(logged(caplog, "nothing changed"), "the redelivered edit")
@@ -196,7 +190,7 @@ async def test_telegram_an_edit_of_a_long_message_held_as_a_possible_paste_repla
     ) as daemon:
         sent = telegram.user_sends(OWNER, ADA, long)["message"]
         telegram.user_edits(OWNER, sent, f"{long} and the end")
-        await telegram_replies(telegram, 1)
+        await replies(telegram, 1)
         await daemon.router.drain()
     assert len(llm.requests) == 1
     assert user_texts(llm)[-1] == f"{long} and the end"
@@ -210,11 +204,11 @@ async def test_telegram_edits_never_run_a_command(
     llm.queue(Say("Hello."))
     async with telegram_daemon(tmp_path, llm, telegram) as daemon:
         status = telegram.user_sends(OWNER, ADA, "/status")["message"]
-        await telegram_replies(telegram, 1)
+        await replies(telegram, 1)
         telegram.user_edits(OWNER, status, "/new")  # an edit of a command
         await eventually(logged(caplog, "commands are not run again"), "the first edit")
         hello = telegram.user_sends(OWNER, ADA, "hello")["message"]
-        await telegram_replies(telegram, 2)
+        await replies(telegram, 2)
         telegram.user_edits(OWNER, hello, "/link 123456")  # an edit into a command
         await eventually(logged(caplog, "commands are not run again", 2), "the second edit")
         await daemon.router.drain()
@@ -228,14 +222,7 @@ async def test_telegram_edits_never_run_a_command(
 async def discord_daemon(tmp_path: Path, llm: FakeLLM) -> AsyncIterator[tuple[Daemon, FakeDiscord]]:
     """The daemon on the fake Discord, its owner allowed."""
     with FakeDiscord.running(heartbeat_interval=1.0) as fake:
-        channels = {
-            "discord": {
-                "token": fake.token,
-                "api_base_url": fake.api_base,
-                "gateway_url": fake.gateway_url,
-                "allowed_users": [fake.owner["id"]],
-            }
-        }
+        channels = {"discord": discord_table(fake)}
         async with running_daemon(tmp_path, llm, channels) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
             yield daemon, fake
@@ -366,9 +353,9 @@ async def test_telegram_a_reply_to_the_bot_quotes_its_words_as_pinclaws(
     llm.queue(Say("The meeting is at 10."), Say("In the morning."))
     async with telegram_daemon(tmp_path, llm, telegram) as daemon:
         telegram.user_sends(OWNER, ADA, "when is the meeting?")
-        (answer,) = await telegram_replies(telegram, 1)
+        (answer,) = await replies(telegram, 1)
         telegram.user_sends(OWNER, ADA, "morning or evening?", reply_to=answer)
-        await telegram_replies(telegram, 2)
+        await replies(telegram, 2)
         await daemon.router.drain()
     assert user_texts(llm)[-1] == (
         "[replying to PinClaw's earlier message: «The meeting is at 10.»]\nmorning or evening?"

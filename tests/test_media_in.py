@@ -22,14 +22,15 @@ import pytest
 from bot.core.conversation import BLIND_NOTE
 from bot.daemon.main import Daemon
 from bot.media.prepare import BLIND_TOLD, NO_TRANSCRIPTION
-from tests.channel_tables import slack_table, telegram_table
+from tests.channel_tables import discord_table, slack_table, telegram_table
+from tests.chat_harness import replies
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_discord.payloads import message as discord_message
 from tests.fake_discord.payloads import snowflake
 from tests.fake_llm import CallTools, FakeLLM, Say
 from tests.fake_slack import ALICE, ALICE_DM, FakeSlack
-from tests.fake_telegram import FakeTelegram, SentMessage, make_chat
+from tests.fake_telegram import FakeTelegram, make_chat
 from tests.fake_transcription import FakeTranscription, Refuse
 from tests.media_samples import FileHost, decoded, jpeg, ogg_opus, png
 
@@ -61,13 +62,6 @@ async def telegram_daemon(
     async with running_daemon(tmp_path, llm, channels, tables=tables) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         yield daemon
-
-
-async def replies(telegram: FakeTelegram, count: int) -> list[SentMessage]:
-    """Wait for the bot's ``count``-th message to Ada; return them all."""
-    return await telegram.await_until(
-        lambda: sent if len(sent := telegram.sent(OWNER)) >= count else None
-    )
 
 
 def voice_note(telegram: FakeTelegram, data: bytes, caption: str = "") -> None:
@@ -129,14 +123,7 @@ async def test_a_discord_photo_reaches_an_anthropic_model_as_an_image_block(
     photo = png(640, 480)
     llm.queue(Say("A blue square."))
     with FakeDiscord.running(heartbeat_interval=1.0) as fake, FileHost.running() as cdn:
-        channels = {
-            "discord": {
-                "token": fake.token,
-                "api_base_url": fake.api_base,
-                "gateway_url": fake.gateway_url,
-                "allowed_users": [fake.owner["id"]],
-            }
-        }
+        channels = {"discord": discord_table(fake)}
         tables = {"provider": provider(llm, "anthropic", "claude-sonnet-4-5")}
         async with running_daemon(tmp_path, llm, channels, tables=tables) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)

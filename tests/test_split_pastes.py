@@ -20,11 +20,12 @@ import pytest
 from bot.core.messages import InboundMessage
 from bot.daemon.merging import Gatherer
 from bot.daemon.sessions import Job, SessionRunner
-from tests.channel_tables import telegram_table
+from tests.channel_tables import discord_table, telegram_table
+from tests.chat_harness import replies
 from tests.daemon_harness import DaemonProcess, running_daemon, telegram_run_config
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import FakeLLM, Say, Stall
-from tests.fake_telegram import FakeTelegram, SentMessage
+from tests.fake_telegram import FakeTelegram
 
 OWNER = 7001
 ADA = FakeTelegram.user(OWNER, "Ada", "ada")
@@ -72,13 +73,6 @@ class Heard(logging.Handler):
             self.event.set()
 
 
-async def telegram_replies(telegram: FakeTelegram, chat: int, count: int) -> list[SentMessage]:
-    """Wait for the bot's ``count``-th message in ``chat``; return them all."""
-    return await telegram.await_until(
-        lambda: sent if len(sent := telegram.sent(chat)) >= count else None
-    )
-
-
 async def test_three_telegram_parts_make_one_turn_and_a_short_message_is_not_held(
     tmp_path: Path, llm: FakeLLM, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -90,13 +84,13 @@ async def test_three_telegram_parts_make_one_turn_and_a_short_message_is_not_hel
     async with running_daemon(tmp_path, llm, channels, merge_window_ms=WINDOW_MS) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         sent = [telegram.user_sends(OWNER, ADA, part) for part in parts]
-        (answer,) = await telegram_replies(telegram, OWNER, 1)
+        (answer,) = await replies(telegram, 1, OWNER)
         assert answer.text == "Got your paste."
         await daemon.router.drain()
         assert len(llm.requests) == 1 and len(telegram.sent(OWNER)) == 1
 
         telegram.user_sends(OWNER, ADA, "thanks!")
-        await telegram_replies(telegram, OWNER, 2)
+        await replies(telegram, 2, OWNER)
         await daemon.router.drain()
     first, second = user_texts(llm)
     assert first == "\n".join(parts)  # the paste, whole, as one user message
@@ -126,7 +120,7 @@ async def test_two_peoples_parts_in_one_group_stay_apart(
         telegram.user_sends(GROUP, BO, bo_parts[0])
         telegram.user_sends(GROUP, ADA, ada_parts[1])
         telegram.user_sends(GROUP, BO, bo_parts[1])
-        await telegram_replies(telegram, GROUP, 2)
+        await replies(telegram, 2, GROUP)
         await daemon.router.drain()
     texts = user_texts(llm)
     assert len(texts) == 2
@@ -140,14 +134,7 @@ async def test_discord_parts_of_2000_make_one_turn(tmp_path: Path, llm: FakeLLM)
     parts = paste(2000, 1990, 150)
     llm.queue(Say("One answer."))
     with FakeDiscord.running(heartbeat_interval=1.0) as fake:
-        channels = {
-            "discord": {
-                "token": fake.token,
-                "api_base_url": fake.api_base,
-                "gateway_url": fake.gateway_url,
-                "allowed_users": [fake.owner["id"]],
-            }
-        }
+        channels = {"discord": discord_table(fake)}
         async with running_daemon(tmp_path, llm, channels, merge_window_ms=WINDOW_MS) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
             dm = fake.dm_channel(fake.owner)["id"]
@@ -198,7 +185,7 @@ async def test_messages_sent_together_while_a_turn_runs_are_answered_together(
         await asyncio.to_thread(llm.wait_requests, 1)  # that turn runs (the model is slow)
         telegram.user_sends(OWNER, ADA, "and the date")
         telegram.user_sends(OWNER, ADA, "in Lisbon")
-        await telegram_replies(telegram, OWNER, 2)
+        await replies(telegram, 2, OWNER)
         await daemon.router.drain()
     assert user_texts(llm) == ["what time is it?", "and the date\n\nin Lisbon"]
     assert [m.text for m in telegram.sent(OWNER)] == ["First answer.", "Second answer."]
@@ -225,7 +212,7 @@ async def test_a_clean_stop_keeps_a_held_part_for_the_next_start(
     async with running_daemon(tmp_path, llm, channels, merge_window_ms=20_000) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
         telegram.user_sends(OWNER, ADA, parts[1])
-        await telegram_replies(telegram, OWNER, 1)
+        await replies(telegram, 1, OWNER)
         await daemon.router.drain()
     assert user_texts(llm) == ["\n".join(parts)]
     assert [m.text for m in telegram.sent(OWNER)] == ["Both parts."]

@@ -34,7 +34,7 @@ from bot.security.redact import Redactor
 from channels.discord.send import pieces as discord_pieces
 from channels.slack.format import split_for_slack
 from channels.telegram.format import split_reply
-from tests.channel_tables import slack_table, telegram_table
+from tests.channel_tables import discord_table, slack_table, telegram_table
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_llm import CallTools, FakeLLM, Hold, Say, Stall
@@ -189,12 +189,7 @@ async def discord_daemon(
     tmp_path: Path, llm: FakeLLM, fake: FakeDiscord
 ) -> AsyncIterator[tuple[Daemon, str]]:
     """The daemon on the fake Discord, streaming, and the owner's DM channel's id."""
-    table = {
-        "token": fake.token,
-        "api_base_url": fake.api_base,
-        "gateway_url": fake.gateway_url,
-        "allowed_users": [fake.owner["id"]],
-    }
+    table = discord_table(fake)
     channels = {"discord": table}
     async with running_daemon(tmp_path, llm, channels, tables=agent_streams()) as daemon:
         assert await daemon.channels["discord"].status.wait_connected(10)

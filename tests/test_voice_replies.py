@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.channel_tables import slack_table
+from tests.channel_tables import discord_table, slack_table
+from tests.chat_harness import replies
 from tests.daemon_harness import running_daemon
 from tests.fake_discord import FakeDiscord
 from tests.fake_discord.payloads import message as discord_message
@@ -28,7 +29,7 @@ from tests.fake_speech import FakeSpeech
 from tests.fake_telegram import Call, FakeTelegram, SentMessage
 from tests.fake_transcription import FakeTranscription
 from tests.media_samples import FileHost, ogg_opus
-from tests.test_media_in import ADA, OWNER, replies, telegram_daemon, voice_note
+from tests.test_media_in import ADA, OWNER, telegram_daemon, voice_note
 
 Json = dict[str, Any]
 HEARD = "> 🎤 is the porch light on"
@@ -224,14 +225,7 @@ async def test_a_discord_voice_message_gets_the_text_and_an_audio_file(
     recording = ogg_opus(3)
     llm.queue(Say("Yes, *it is* on."))
     with FakeDiscord.running(heartbeat_interval=1.0) as fake, FileHost.running() as cdn:
-        channels = {
-            "discord": {
-                "token": fake.token,
-                "api_base_url": fake.api_base,
-                "gateway_url": fake.gateway_url,
-                "allowed_users": [fake.owner["id"]],
-            }
-        }
+        channels = {"discord": discord_table(fake)}
         setup = tables(speech, transcription)
         async with running_daemon(tmp_path, llm, channels, tables=setup) as daemon:
             assert await daemon.channels["discord"].status.wait_connected(10)
