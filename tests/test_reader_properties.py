@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot, Update
 
-from bot.core.messages import InboundMessage
+from bot.core.messages import InboundMessage, one_line_name
 from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from channels.slack.events import BotIdentity as SlackIdentity
@@ -59,6 +59,12 @@ ME = BotIdentity(id=999, username="pinclaw_bot")
 def expected(text: str) -> str:
     """``text`` as a reader must give it: each unfit character replaced, all else kept."""
     return "".join("\ufffd" if _unfit(c) else c for c in text)
+
+
+def expected_name(text: str) -> str:
+    """A name as a reader that applies ``cleaned`` (Discord's) must give it: as
+    ``expected``, on one line (the router does the same for every channel)."""
+    return one_line_name(expected(text))
 
 
 def _unfit(char: str) -> bool:
@@ -200,7 +206,7 @@ async def test_a_discord_message_keeps_every_character(
     assert message.message_id == sent["id"]
     assert_fit(message)
     assert message.text == expected(content).strip()
-    assert message.sender_name == expected(name)
+    assert message.sender_name == expected_name(name)
 
 
 # -- Slack ---------------------------------------------------------------------------------

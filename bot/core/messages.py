@@ -207,7 +207,7 @@ def cleaned(message: InboundMessage) -> InboundMessage:
         name: clean_text(getattr(message, name)) for name in ("text", "quoted_text")
     }
     for name in ("sender_name", "chat_title", "quotes", "quoted_from"):
-        changes[name] = " ".join(clean_text(getattr(message, name)).split())
+        changes[name] = one_line_name(clean_text(getattr(message, name)))
     changes["attachments"] = tuple(
         Attachment(clean_text(a.name), clean_text(a.mime_type), a.size, a.ref)
         for a in message.attachments
@@ -240,6 +240,16 @@ def quote_excerpt(text: str, limit: int = QUOTE_LIMIT) -> str:
     marked as cut, so the model knows it read only the start)."""
     text = text.strip()
     return text if len(text) <= limit else f"{text[:limit].rstrip()} … (cut)"
+
+
+# What ends a line for ``str.splitlines`` (and so for a model reading lines).
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line_name(text: str) -> str:
+    """A name or title on one line: each line break becomes a space, one for one, and every
+    other character is kept (offsets and spelling stay as the platform gave them)."""
+    return _LINE_BREAK.sub(" ", text) if _LINE_BREAK.search(text) else text
 
 
 def one_line(text: str, limit: int) -> str:
