@@ -243,6 +243,8 @@ def test_build_registry_from_config(tmp_path: Path, caplog: pytest.LogCaptureFix
         "shell",
         "http_request",
         "web_fetch",
+        "browser_open",  # Playwright and Debian's chromium are installed for the tests
+        "browser_screenshot",
         "system_info",
         "skill",
     ]

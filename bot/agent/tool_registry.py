@@ -35,6 +35,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.send_file",
     "tools.shell",
     "tools.web",
+    "tools.browser",
     "tools.system_info",
     "tools.home_assistant",
     "tools.gpio",

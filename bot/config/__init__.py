@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
 from bot.config.base import Section, check_url, check_zone, empty_is_none, made_default
+from bot.config.browser import BrowserConfig
 from bot.config.env_refs import UnsetVariable, interpolate
 from bot.config.errors import describe_validation_errors
 from bot.config.files import check_paths, read_document
@@ -176,6 +177,7 @@ class Config(Section):
     hardware: HardwareConfig = Field(default_factory=HardwareConfig)
     home_assistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
     usage: UsageConfig = Field(default_factory=UsageConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)

@@ -21,15 +21,25 @@ the network gets a door of its own, a socket ``DATA_DIR/egress-PID-N.sock``
 that listens only while the command runs; when it ends, every connection it
 opened is cut. The data folder is hidden from commands, and the systemd
 helper (which has its own ``/tmp``) can reach it there.
+
+The browser tools cannot use a Unix socket: Chromium takes an HTTP proxy on
+TCP. Their door (``tcp_door``) listens on a loopback port while the browser
+runs, and every connection must sign in (``Proxy-Authorization: Basic``) as a
+visitor the door admitted: one per browser call, with a random name and
+password, so other local processes cannot use the port, and each call learns
+what it reached and what was refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import functools
 import logging
 import os
+import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
@@ -52,6 +62,7 @@ _REASONS = {
     400: "Bad Request",
     403: "Forbidden",
     405: "Method Not Allowed",
+    407: "Proxy Authentication Required",
     431: "Request Header Fields Too Large",
     502: "Bad Gateway",
     504: "Gateway Timeout",
@@ -61,17 +72,19 @@ _REASONS = {
 class ProxyError(Exception):
     """What the proxy answers instead of connecting: an HTTP status and a sentence."""
 
-    def __init__(self, status: int, text: str) -> None:
+    def __init__(self, status: int, text: str, *, headers: tuple[str, ...] = ()) -> None:
         super().__init__(text)
         self.status = status
         self.text = text
+        self.headers = headers
 
     def response(self) -> bytes:
         """The whole HTTP response, plain text."""
         body = f"{self.text}\n".encode()
         head = (
             f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Error')}\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n"
+            + "".join(f"{header}\r\n" for header in self.headers)
+            + "Content-Type: text/plain; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
         return head.encode() + body
@@ -131,14 +144,40 @@ def _host_port(url: str, default: int | None) -> tuple[str, int]:
 
 
 @dataclass(eq=False)
-class _Door:
-    """One command's socket, its server and the connections it carries."""
+class Visitor:
+    """One caller of a shared door: its credentials, and the hosts it reached or was refused."""
 
-    path: Path
+    name: str
+    password: str
+    reached: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """A sentence for each refusal: "127.0.0.2:80: the address 127.0.0.2 is …"."""
+    unreachable: dict[str, str] = field(default_factory=dict)
+    """``host:port`` → why it could not be reached (not found, no answer)."""
+    connections: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def refused_at(self, host: str, port: int) -> str | None:
+        """Why ``host``:``port`` was refused to this visitor, if it was."""
+        where = ProxyRequest(host, port, None).where
+        return next((r for r in self.refused if r.startswith(f"{where}: ")), None)
+
+
+@dataclass(eq=False)
+class _Door:
+    """One socket, its server and the connections it carries.
+
+    A Unix door serves one command (``visitors`` is None); the TCP door serves
+    the visitors it admitted, each signing in with its own credentials.
+    """
+
+    path: Path | None
     listening: socket.socket
+    who: str = "a sandboxed command"
+    proxy: str = "sandbox proxy"
     server: asyncio.Server | None = None
     connections: set[asyncio.Task[None]] = field(default_factory=set)
     reached: list[str] = field(default_factory=list)  # hosts let through, for the caller
+    visitors: dict[str, Visitor] | None = None
 
     async def close(self) -> None:
         """Stop listening, cut the connections, remove the socket file."""
@@ -148,8 +187,34 @@ class _Door:
             task.cancel()
         await asyncio.gather(*self.connections, return_exceptions=True)
         self.listening.close()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+
+
+class TcpDoor:
+    """The browser's door: a loopback port; ``visit`` admits one call's credentials."""
+
+    def __init__(self, door: _Door) -> None:
+        self._door = door
+        host, port = door.listening.getsockname()[:2]
+        self.server = f"http://{host}:{port}"
+        """The proxy's address as Chromium takes it."""
+
+    @contextlib.asynccontextmanager
+    async def visit(self) -> AsyncIterator[Visitor]:
+        """Credentials valid inside the block; its connections are cut when it ends."""
+        visitors = self._door.visitors
+        assert visitors is not None, "a TCP door always has visitors"
+        visitor = Visitor(secrets.token_hex(8), secrets.token_urlsafe(24))
+        visitors[visitor.name] = visitor
+        try:
+            yield visitor
+        finally:
+            visitors.pop(visitor.name, None)
+            for task in list(visitor.connections):
+                task.cancel()
+            await asyncio.gather(*visitor.connections, return_exceptions=True)
 
 
 class EgressProxy:
@@ -201,6 +266,22 @@ class EgressProxy:
             self._doors.discard(door)
             await door.close()
 
+    @contextlib.asynccontextmanager
+    async def tcp_door(self, who: str = "the browser") -> AsyncIterator[TcpDoor]:
+        """A loopback TCP port listening inside the block, for visitors it admits."""
+        listening = socket.create_server(("127.0.0.1", 0))
+        listening.setblocking(False)
+        door = _Door(None, listening, who=who, proxy="network policy", visitors={})
+        self._doors.add(door)
+        try:
+            door.server = await asyncio.start_server(
+                functools.partial(self._serve, door), sock=listening, limit=HEAD_LIMIT
+            )
+            yield TcpDoor(door)
+        finally:
+            self._doors.discard(door)
+            await door.close()
+
     async def stop(self) -> None:
         """Close every open door and cut its connections; idempotent."""
         doors, self._doors = list(self._doors), set()
@@ -213,8 +294,9 @@ class EgressProxy:
         task = asyncio.current_task()
         if task is not None:
             door.connections.add(task)
+        visitor: list[Visitor] = []  # who signed in on this connection, once it has
         try:
-            await self._exchange(door, reader, writer)
+            await self._exchange(door, reader, writer, visitor)
         except ProxyError as exc:
             with contextlib.suppress(ConnectionError):
                 writer.write(exc.response())
@@ -227,9 +309,15 @@ class EgressProxy:
                 await writer.wait_closed()
             if task is not None:
                 door.connections.discard(task)
+                for found in visitor:
+                    found.connections.discard(task)
 
     async def _exchange(
-        self, door: _Door, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        door: _Door,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        visitor: list[Visitor],
     ) -> None:
         try:
             async with asyncio.timeout(HEAD_TIMEOUT_S):
@@ -238,11 +326,22 @@ class EgressProxy:
             raise ProxyError(431, "the request head is too large") from None
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
             return  # the client went away (or never spoke): nothing to answer
+        guest = _signed_in(door, head)
+        task = asyncio.current_task()
+        if guest is not None and task is not None:
+            visitor.append(guest)
+            guest.connections.add(task)
         request = parse_head(head)
-        addresses = await self._judged(request)
-        if request.host not in door.reached:
-            door.reached.append(request.host)
-        up_reader, up_writer = await self._connect(request, addresses)
+        try:
+            addresses = await self._judged(door, request, guest)
+            reached = door.reached if guest is None else guest.reached
+            if request.host not in reached:
+                reached.append(request.host)
+            up_reader, up_writer = await self._connect(request, addresses)
+        except ProxyError as exc:
+            if guest is not None and exc.status != 403:
+                guest.unreachable[request.where] = exc.text
+            raise
         try:
             if request.first is None:
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -256,22 +355,21 @@ class EgressProxy:
             with contextlib.suppress(OSError):
                 await up_writer.wait_closed()
 
-    async def _judged(self, request: ProxyRequest) -> list[str]:
+    async def _judged(
+        self, door: _Door, request: ProxyRequest, visitor: Visitor | None
+    ) -> list[str]:
         """The addresses ``request`` may be dialled at; ``ProxyError`` 403 when none."""
         try:
             addresses = await self._judge(request.host, request.port)
         except Refused as exc:
-            raise self._refusal(request, str(exc)) from None
+            raise _refusal(door, request, str(exc), visitor) from None
         except ToolError as exc:
             raise ProxyError(502, f"{request.where} cannot be reached: {exc}") from None
         for address in addresses:
             if await asyncio.to_thread(is_own, address, request.port, self._configured):
-                raise self._refusal(request, f"port {request.port} is PinClaw's own")
+                reason = f"port {request.port} is PinClaw's own"
+                raise _refusal(door, request, reason, visitor)
         return addresses
-
-    def _refusal(self, request: ProxyRequest, reason: str) -> ProxyError:
-        log.warning("a sandboxed command was refused %s: %s", request.where, reason)
-        return ProxyError(403, f"PinClaw's sandbox proxy refused {request.where}: {reason}")
 
     async def _connect(
         self, request: ProxyRequest, addresses: list[str]
@@ -287,6 +385,41 @@ class EgressProxy:
                 problem = f"{address}: {exc.strerror or exc}"
         status = 504 if "did not answer" in problem else 502
         raise ProxyError(status, f"{request.where} cannot be reached: {problem}")
+
+
+def _refusal(
+    door: _Door, request: ProxyRequest, reason: str, visitor: Visitor | None
+) -> ProxyError:
+    log.warning("%s was refused %s: %s", door.who, request.where, reason)
+    if visitor is not None:
+        visitor.refused.append(f"{request.where}: {reason}")
+    return ProxyError(403, f"PinClaw's {door.proxy} refused {request.where}: {reason}")
+
+
+def _signed_in(door: _Door, head: bytes) -> Visitor | None:
+    """The visitor whose credentials ``head`` carries (None at a Unix door); 407 if none."""
+    if door.visitors is None:
+        return None
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() != b"proxy-authorization":
+            continue
+        scheme, _, token = value.strip().partition(b" ")
+        if scheme.lower() != b"basic":
+            break
+        try:
+            user, _, password = base64.b64decode(token.strip(), validate=True).partition(b":")
+        except (binascii.Error, ValueError):
+            break
+        found = door.visitors.get(user.decode("utf-8", "replace"))
+        if found is not None and secrets.compare_digest(password, found.password.encode()):
+            return found
+        break
+    raise ProxyError(
+        407,
+        "sign in to PinClaw's proxy with the credentials of the call",
+        headers=('Proxy-Authenticate: Basic realm="PinClaw"',),
+    )
 
 
 async def _splice(

@@ -3,13 +3,14 @@
 The network guard is built on first use: it brings httpcore's connection
 machinery, which a turn that never touches the web should not pay for at start.
 So is the egress proxy of sandboxed commands, at the first command that may
-use the network; ``aclose`` closes what it still has open.
+use the network; ``aclose`` closes what it still has open, after what tools
+asked it to close first (``close_with``: the browser, which uses the proxy).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ class SecurityKit:
         self.redactor = redactor
         self._make_net = make_net
         self._make_egress = make_egress
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @functools.cached_property
     def net(self) -> NetGuard:
@@ -54,8 +56,15 @@ class SecurityKit:
         """The proxy sandboxed commands reach the network through (None: they never do)."""
         return None if self._make_egress is None else self._make_egress(self.net)
 
+    def close_with(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Have ``aclose`` await ``closer`` (something a tool keeps open) before the proxy."""
+        self._closers.append(closer)
+
     async def aclose(self) -> None:
-        """Close what the egress proxy still has open (if it was built); idempotent."""
+        """Close what tools keep open, then what the egress proxy still has open (if it was
+        built); idempotent."""
+        for closer in reversed(self._closers):
+            await closer()
         egress = self.__dict__.get("egress")
         if egress is not None:
             await egress.stop()

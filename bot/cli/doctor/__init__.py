@@ -5,18 +5,18 @@ the database (SQLite's integrity check), each model provider (one tiny
 request, timed), each enabled chat channel's credentials (without starting
 the channel), the GPIO pin library and chip (when pins are configured), each
 trigger (and Home Assistant's WebSocket API when one follows an entity), the
-shell sandbox, the systemd service, the clock and time zone, free disk space,
-and whether a daemon answers at ``[web] listen``. Each line starts with ✓
-(passed), ✗ (failed), ! (works, but worth fixing) or – (for information), and
-ends with the fix after "—"; where the terminal cannot show those, OK / FAIL /
-WARN / -- instead. The exit code is 1 when any check failed, else 0; with a
-config that cannot be used, only the checks that need none run (version,
-service, clock). ``--json`` prints the same findings for scripts.
+browser tools' Chromium, the shell sandbox, the systemd service, the clock and
+time zone, free disk space, and whether a daemon answers at ``[web] listen``.
+Each line starts with ✓ (passed), ✗ (failed), ! (works, but worth fixing) or
+– (for information), and ends with the fix after "—"; where the terminal
+cannot show those, OK / FAIL / WARN / -- instead. The exit code is 1 when any
+check failed, else 0; with a config that cannot be used, only the checks that
+need none run (version, service, clock). ``--json`` prints the same findings for scripts.
 
 The checks live in ``files`` (config, data folder, database, disk), ``remote``
 (providers, channels, the daemon's endpoint), ``host`` (sandbox, service,
-clock), ``gpio`` and ``triggers``; ``findings`` runs them concurrently, each
-within its time limit. Only the standard library is imported here: the parser
+clock), ``gpio``, ``triggers`` and ``browser``; ``findings`` runs them
+concurrently, each within its time limit. Only the standard library is imported here: the parser
 is built for every command.
 """
 
@@ -130,8 +130,11 @@ def _probes(loaded: LoadedConfig) -> list[Probe]:
         from bot.cli.doctor.triggers import trigger_probes
 
         probes += trigger_probes(loaded, MARGIN_S)
+    from bot.cli.doctor.browser import browser
+
     return [
         *probes,
+        Probe("browser", partial(browser, config.browser)),
         Probe("sandbox", partial(host.sandbox, loaded), SANDBOX_TIMEOUT_S),
         Probe("service", partial(host.service, loaded.path)),
         Probe("clock", partial(host.clock, config.general.timezone)),
