@@ -35,6 +35,8 @@ MAX_ARGUMENT_CHARS = 40
 LABELS: dict[str, tuple[str, str | None]] = {
     "shell": ("running shell", "command"),
     "web_fetch": ("reading a web page from", "url"),
+    "browser_open": ("opening a web page from", "url"),
+    "browser_screenshot": ("taking a screenshot of", "url"),
     "http_request": ("calling", "url"),
     "sensor_read": ("reading sensor", "sensor"),
     "file_read": ("reading", "path"),
@@ -70,6 +72,7 @@ LABELS: dict[str, tuple[str, str | None]] = {
     "trigger_list": ("listing triggers", None),
     "trigger_remove": ("removing a trigger", None),
     "delegate": ("handing the task to", "agent"),
+    "notify": ("sending a message to", "to"),
 }
 _NAME = re.compile(r"[^\w.-]")
 

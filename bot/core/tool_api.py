@@ -135,6 +135,9 @@ ToolFunction = Callable[..., Awaitable[Any]]
 TaintFunction = Callable[[ToolContext, BaseModel], str]
 """What outside content a call brought into the turn: a label ("example.org"), "" for none."""
 
+CheckFunction = Callable[[ToolContext, BaseModel], Awaitable[None]]
+"""A check that needs I/O, before anyone is asked: raises ``ToolError`` to refuse the call."""
+
 
 class Tool:
     """A named tool: description, risk, argument model and the function that runs it."""
@@ -153,9 +156,11 @@ class Tool:
         approval_fields: tuple[str, ...] | None = None,
         approval_key: Callable[[BaseModel], str] | None = None,
         taints: TaintFunction | None = None,
+        check: CheckFunction | None = None,
     ) -> None:
         self.approval_fields = approval_fields
         self.taints = taints
+        self.check = check
         self.approval_key = approval_key
         self.func = func
         self.name = name or func.__name__
@@ -283,6 +288,7 @@ def tool(
     approval_fields: tuple[str, ...] | None = None,
     approval_key: Callable[[BaseModel], str] | None = None,
     taints: TaintFunction | None = None,
+    check: CheckFunction | None = None,
 ) -> Callable[[ToolFunction], Tool]:
     """Decorator: turn a typed async function into a ``Tool``.
 
@@ -295,6 +301,8 @@ def tool(
     tool's is the command's tokens, so only the same argv shape matches).
     ``taints(ctx, values)`` names the outside content a call brought into the
     turn ("example.org"), after which calls with side effects ask first.
+    ``check(ctx, values)`` is awaited before the policy decides or anyone is asked,
+    and refuses the call by raising ``ToolError`` (a recipient nobody knows).
     """
 
     def wrap(func: ToolFunction) -> Tool:
@@ -310,6 +318,7 @@ def tool(
             approval_fields=approval_fields,
             approval_key=approval_key,
             taints=taints,
+            check=check,
         )
 
     return wrap

@@ -46,16 +46,14 @@ class AccessControl:
         if settings is None:
             return Decision("drop", f"channel {message.channel} has no settings")
         sender = message.sender_id
-        known = sender in settings.allowed_users or await self._pairing.is_paired(
-            message.channel, sender
-        )
+        known = await self.admits(message.channel, sender)
         if message.is_direct:
             if known:
                 return Decision("accept")
             if not settings.pairing:
                 return Decision("drop", f"unknown sender {sender} and pairing is off")
             return Decision("pair", f"unknown sender {sender}")
-        listed_group = message.chat_id in settings.allowed_groups
+        listed_group = self.lists_group(message.channel, message.chat_id)
         if not (known or listed_group):
             return Decision("drop", f"sender {sender} is not allowed in group {message.chat_id}")
         if listed_group and settings.group_mode == "all":
@@ -63,6 +61,19 @@ class AccessControl:
         if message.mentioned or message.reply_to_bot or self._keyword(message):
             return Decision("accept")
         return Decision("drop", f"not addressed to the bot in group {message.chat_id}")
+
+    async def admits(self, channel: str, user_id: str) -> bool:
+        """Whether ``user_id`` may talk to PinClaw on ``channel``: listed in
+        ``allowed_users``, or admitted by pairing or a link code."""
+        settings = self._settings.get(channel)
+        if settings is None:
+            return False
+        return user_id in settings.allowed_users or await self._pairing.is_paired(channel, user_id)
+
+    def lists_group(self, channel: str, chat_id: str) -> bool:
+        """Whether ``chat_id`` is a group listed in ``allowed_groups`` of ``channel``."""
+        settings = self._settings.get(channel)
+        return settings is not None and chat_id in settings.allowed_groups
 
     def _keyword(self, message: InboundMessage) -> bool:
         pattern = self._keywords.get(message.channel)

@@ -40,6 +40,7 @@ from bot.daemon.files_out import file_outlet
 from bot.daemon.health import Reporter
 from bot.daemon.linking import Linking
 from bot.daemon.models import ChatModels
+from bot.daemon.notify import add_notify
 from bot.daemon.router import Router
 from bot.daemon.stopping import CANCEL_WAIT_S, CHANNELS_S, CLOSE_S, cancel_within, within
 from bot.daemon.storage import StorageWatch, storage_watch
@@ -153,12 +154,13 @@ class Daemon:
             approvals = await approval_service(app, loaded, channels, approvers, inbound)
             storage = await storage_watch(loaded.data_dir, app.db, state, channels, approvers)
             assert app.client is not None, "open_app gives every App its client"
+            access = AccessControl(settings, pairing)
             router = Router(
                 agent=app.agent,
                 channels=channels,
                 inbound=inbound,
                 settings=loaded.config.daemon,
-                access=AccessControl(settings, pairing),
+                access=access,
                 pairing=pairing,
                 model_label=loaded.config.provider.label,
                 approvals=approvals,
@@ -172,6 +174,7 @@ class Daemon:
             timers = await scheduling(app, loaded, router, channels, approvers)
             assert timers.outbox is not None
             triggers = await trigger_service(app, loaded, router, channels, timers.outbox)
+            add_notify(app, channels, access, inbound, timers.outbox, state)
             daemon = cls(
                 app=app,
                 router=router,

@@ -91,6 +91,11 @@ class PolicyGate:
             known = self._registry.get(call.name) is not None
             count_tool_call(call.name if known else "unknown", "invalid")
             return prepared
+        if (refused := await self._check(prepared, ctx)) is not None:
+            report_call(ctx, call, "done")
+            await self._record(call, ctx, started, "invalid", Decision("block", "low"), refused)
+            count_tool_call(call.name, "invalid")
+            return refused
         assessment = self._assess(prepared, ctx)
         decision = decide(self._config, prepared.tool, assessment)
         after = self._after_untrusted(prepared, assessment, decision, ctx)
@@ -166,6 +171,19 @@ class PolicyGate:
             await files.mark(await files.changed_since(since - 1), ctx.taint.describe())
         added = [x for x in ctx.taint.labels[known:] if x != label]
         return ", ".join([label, *added] if label else added)
+
+    async def _check(self, prepared: PreparedCall, ctx: ToolContext) -> ToolResult | None:
+        """The refusal of the tool's own ``check`` (None: the call goes on to the policy)."""
+        if prepared.tool.check is None:
+            return None
+        try:
+            await prepared.tool.check(ctx, prepared.values)
+        except ToolError as exc:
+            return ToolResult.failure(str(exc))
+        except Exception as exc:
+            error_id = log_bug(log, f"checking a {prepared.tool.name} call failed", exc)
+            return ToolResult.failure(f"the call could not be checked (error id {error_id})")
+        return None
 
     def _assess(self, prepared: PreparedCall, ctx: ToolContext) -> Assessment:
         try:

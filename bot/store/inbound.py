@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -150,3 +151,18 @@ class InboundStore:
         )
         found = [StoredRow(int(r[0]), InboundMessage.from_json(str(r[1])), str(r[2])) for r in rows]
         return [row for row in found if row.message.edit_of == key]
+
+    async def last_from(self, accounts: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+        """Which of ``accounts`` (channel, sender id) sent the latest stored message; None
+        if none of them ever wrote. Read from the newest row back, so it stops early."""
+        if not accounts:
+            return None
+        match = " OR ".join(
+            ["(channel = ? AND json_extract(payload, '$.sender_id') = ?)"] * len(accounts)
+        )
+        rows = await self._db.conn.execute_fetchall(
+            f"SELECT channel, json_extract(payload, '$.sender_id') FROM inbound WHERE {match} "
+            "ORDER BY id DESC LIMIT 1",
+            [value for account in accounts for value in account],
+        )
+        return next(((str(row[0]), str(row[1])) for row in rows), None)
