@@ -102,6 +102,8 @@ def one_round(llm: FakeLLM, options: argparse.Namespace, samples: Samples) -> No
             f'[provider]\nkind = "openai"\nmodel = "bench"\nbase_url = "{llm.url}/v1"\n'
         )
         env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "LANG": "C.UTF-8"}
+        if "PYTHONPATH" in os.environ:  # another tree measured with this one (side by side)
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         for _ in range(options.floor_runs):
             wall, peak, _ = run_once([sys.executable, "-c", "pass"], env)
             samples.floor_walls.append(wall)
