@@ -66,6 +66,7 @@ class McpTool(Tool):
         self.approval_fields = None
         self.approval_key = _arguments_key
         self.taints = lambda ctx, values: f"the MCP server '{server.name}'"
+        self.check = None  # nothing to look up before the gate decides
         self.arguments_model = _Arguments
         self._container_fields = frozenset()
         self._schema = _object_schema(schema)
