@@ -8,13 +8,12 @@ failure; a configured executable that is not there is one.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.metadata
 import re
 
 from bot.browser.chromium import EXTRA_HINT, INSTALL_HINT, find_chromium, has_playwright
-from bot.cli.doctor.findings import Finding
+from bot.cli.doctor.findings import Finding, command_output
 from bot.config.browser import BrowserConfig
 
 VERSION_TIMEOUT_S = 10.0
@@ -55,23 +54,5 @@ async def browser(config: BrowserConfig) -> Finding:
 
 async def _version(path: str) -> str:
     """``Chromium 150.0.7871.100`` from ``path --version``, or "" when it does not say."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            path,
-            "--version",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            stdin=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return ""
-    try:
-        async with asyncio.timeout(VERSION_TIMEOUT_S):
-            out, _ = await process.communicate()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        return ""
-    match = _VERSION.search(out.decode("utf-8", "replace"))
+    match = _VERSION.search(await command_output([path, "--version"], VERSION_TIMEOUT_S))
     return f"{match.group(1)} {match.group(2)}" if match else ""

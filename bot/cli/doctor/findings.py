@@ -98,3 +98,26 @@ async def in_thread(work: Callable[[], T]) -> T:
 
     threading.Thread(target=target, name="doctor-check", daemon=True).start()
     return await done
+
+
+async def command_output(argv: Sequence[str], timeout_s: float) -> str:
+    """What a command prints on stdout (``systemctl``, ``chromium --version``); "" when it
+    cannot be run or does not finish within ``timeout_s`` (it is killed then)."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return ""
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, _ = await process.communicate()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        return ""
+    return out.decode("utf-8", "replace")

@@ -7,14 +7,13 @@ sync is not mentioned.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from bot.cli.doctor.findings import Finding, in_thread
+from bot.cli.doctor.findings import Finding, command_output, in_thread
 from bot.config import LoadedConfig
 
 if TYPE_CHECKING:
@@ -179,21 +178,5 @@ def _zone(configured: str | None) -> tuple[ZoneInfo, str]:
 
 async def _ask(argv: list[str]) -> str:
     """The one word a command prints (systemctl, timedatectl); "" when it cannot answer."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return ""
-    try:
-        async with asyncio.timeout(COMMAND_TIMEOUT_S):
-            out, _ = await process.communicate()
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return ""
-    word = out.decode(errors="replace").strip()
+    word = (await command_output(argv, COMMAND_TIMEOUT_S)).strip()
     return word if word in SYSTEMCTL_WORDS | {"yes", "no"} else ""
