@@ -478,12 +478,8 @@ class Router:
 
     async def _offer_pairing(self, message: InboundMessage, reason: str) -> None:
         text = await pairing_offer(self._pairing, message, reason) if self._pairing else ""
-        if not text:
-            return
-        try:
-            await self._channels[message.channel].send(OutboundMessage.reply(message, text))
-        except DeliveryError as exc:
-            log.error("could not send the pairing code on %s: %s", message.channel, exc)
+        if text:
+            await self._reply(message, text)  # the pairing code, like any short note
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
