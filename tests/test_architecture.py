@@ -52,6 +52,23 @@ def test_the_top_levels_stay_small() -> None:
     assert platforms == ["discord", "slack", "telegram", "web"]
 
 
+def test_security_is_in_rooms_with_no_folder_names_in_file_names() -> None:
+    security = ROOT / "bot" / "security"
+    top = sorted(p.name for p in security.glob("*.py"))
+    assert len(top) <= 12, top
+    rooms = sorted(p.name for p in security.iterdir() if (p / "__init__.py").exists())
+    assert rooms == ["files", "net", "sandbox", "shell"]
+    prefixed = [
+        str(p.relative_to(security))
+        for p in security.rglob("*.py")
+        if p.name.startswith(("shell_", "net_", "sandbox_"))
+    ]
+    assert prefixed == []
+    # No shims: the old module names are gone, not kept as re-exports.
+    old = ("shell_risk", "shell_lexer", "net_addresses", "sandbox_wire", "egress", "paths")
+    assert [name for name in old if (security / f"{name}.py").exists()] == []
+
+
 def test_every_package_has_a_layer() -> None:
     named = {prefix for names in LAYERS for prefix in names}
     packages = {".".join(p.relative_to(ROOT).parts[:-1]) for p in ROOT.glob("bot/*/__init__.py")}

@@ -90,7 +90,7 @@ def test_one_turn_loads_only_what_it_uses(llm: FakeLLM, home: Path) -> None:
         "assert main(['agent', '-m', 'hi']) == 0\n"
         "unused = ['bot.cli.service', 'bot.cli.doctor', 'bot.cli.status', 'bot.daemon.router',\n"
         "          'bot.media.prepare', 'bot.hardware.gpio', 'bot.hardware.serial_io',\n"
-        "          'bot.hardware.sensors', 'bot.store.pairing', 'bot.security.sandbox',\n"
+        "          'bot.hardware.sensors', 'bot.store.pairing', 'bot.security.sandbox.bwrap',\n"
         "          'bot.security.approval', 'bot.agent.xml_tools', 'tools.sensor_chart',\n"
         "          'tools.delegate', 'html.parser', 'logging.handlers']\n"
         "from bot.config import HardwareConfig, WebConfig\n"

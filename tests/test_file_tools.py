@@ -15,7 +15,7 @@ from bot.config.security import SecurityConfig
 from bot.core.conversation import ToolCall
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
-from bot.security.paths import PathGuard, PathRefused
+from bot.security.files.paths import PathGuard, PathRefused
 from tools.file_search import MAX_GLOB_RESULTS, MAX_LISTED
 from tools.files import file_tools
 

@@ -21,9 +21,9 @@ from aiohttp import web
 
 from bot.core.errors import ConfigError, Refused, ToolError
 from bot.core.tls import shared_ssl_context
-from bot.security.net import NetGuard, system_resolver
-from bot.security.net_addresses import address_problem
-from bot.security.net_transport import GuardedBackend
+from bot.security.net.addresses import address_problem
+from bot.security.net.policy import NetGuard, system_resolver
+from bot.security.net.transport import GuardedBackend
 from tests.fake_web import FakeDns, FakeSite, self_signed_certificate
 
 PUBLIC = "93.184.215.14"

@@ -16,7 +16,7 @@ import pytest
 
 from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.errors import ToolError
-from bot.security.paths import PathGuard, PathRefused
+from bot.security.files.paths import PathGuard, PathRefused
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bot.cli.status import describe
-from bot.security.shell_state import ShellState
+from bot.security.shell.state import ShellState
 from tests.browser import panel_daemon
 from tests.cli_helpers import PINCLAW, local_config, one_line, run, write_config
 from tests.daemon_harness import DaemonProcess

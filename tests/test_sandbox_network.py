@@ -36,13 +36,13 @@ from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.approval import ApprovalOutcome, ApprovalRequest
 from bot.security.audit import AuditLog
-from bot.security.egress import EgressProxy, ProxyError, parse_head
 from bot.security.gate import PolicyGate
 from bot.security.kit import SecurityKit, build_security
-from bot.security.net import Resolver
-from bot.security.own_ports import is_local
-from bot.security.sandbox_net import SYSTEM_PYTHON, find_relay
-from bot.security.sandbox_wire import SOCKET_ENV
+from bot.security.net.egress import EgressProxy, ProxyError, parse_head
+from bot.security.net.own_ports import is_local
+from bot.security.net.policy import Resolver
+from bot.security.sandbox.net import SYSTEM_PYTHON, find_relay
+from bot.security.sandbox.wire import SOCKET_ENV
 from tests.test_shell_gate import Listener
 from tests.test_shell_sandbox import SocketActivation
 from tools.shell import build

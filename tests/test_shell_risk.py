@@ -15,9 +15,9 @@ import pytest
 
 from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.tool_api import Assessment
-from bot.security.paths import PathGuard
-from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
-from bot.security.shell_risk import classify
+from bot.security.files.paths import PathGuard
+from bot.security.shell.lexer import Op, ShellSyntaxError, Word, tokenize
+from bot.security.shell.risk import classify
 
 WORKSPACE = Path("/srv/ws")
 GUARD = PathGuard(WORKSPACE, forbidden=DEFAULT_FORBIDDEN_PATHS, home=Path("/home/pat"))

@@ -31,11 +31,11 @@ from bot.core.errors import ConfigError
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext
 from bot.security.kit import build_security
-from bot.security.net_addresses import Allowlist
-from bot.security.sandbox import SandboxLayout, find_sandbox
-from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
-from bot.security.shell_lexer import Word
-from bot.security.shell_network import contacts, host_problem
+from bot.security.net.addresses import Allowlist
+from bot.security.sandbox.bwrap import SandboxLayout, find_sandbox
+from bot.security.sandbox.wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
+from bot.security.shell.lexer import Word
+from bot.security.shell.network import contacts, host_problem
 from tests.cli_helpers import PINCLAW
 from tests.test_shell_tool import wait_for_pids, wait_until_gone
 

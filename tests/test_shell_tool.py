@@ -22,8 +22,8 @@ from bot.core.conversation import ToolCall
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
 from bot.security.kit import build_security
-from bot.security.shell_neutral import VARIABLES as neutral_variables
-from bot.security.shell_neutral import git_variables
+from bot.security.shell.neutral import VARIABLES as neutral_variables
+from bot.security.shell.neutral import git_variables
 from tools.shell import build
 
 MAX_BYTES = 64 * 1024

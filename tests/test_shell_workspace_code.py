@@ -8,7 +8,7 @@ the fake home. The everyday command a person would run there (``git status``,
 ``git log -p``, ``npm ls``...) goes through the real policy gate and shell tool
 at the default autonomy (``supervised``) with nobody to approve, with the
 kernel sandbox and without it. Either it runs with the program switched off
-(``shell_neutral``), or it is not run: "needs a person's approval".
+(``shell.neutral``), or it is not run: "needs a person's approval".
 
 A control runs each hostile setup with plain git and no switch, to show the
 program really runs there.
@@ -32,13 +32,13 @@ from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.conversation import ToolCall
 from bot.core.messages import SessionKey
 from bot.core.tool_api import ToolContext, ToolResult
+from bot.security.files.paths import PathGuard
 from bot.security.gate import PolicyGate
-from bot.security.git_config_file import ConfigError
-from bot.security.git_config_file import parse_config as parse_git_config
-from bot.security.git_settings import read_repository
-from bot.security.paths import PathGuard
-from bot.security.shell_neutral import GIT_OVERRIDES, git_variables, neutralised
-from bot.security.shell_risk import classify
+from bot.security.shell.git_config_file import ConfigError
+from bot.security.shell.git_config_file import parse_config as parse_git_config
+from bot.security.shell.git_repository import read_repository
+from bot.security.shell.neutral import GIT_OVERRIDES, git_variables, neutralised
+from bot.security.shell.risk import classify
 from tests.test_shell_gate import make_gate
 
 MODES = ["required", "off"]

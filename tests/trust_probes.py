@@ -298,7 +298,7 @@ EOF
 
 NEUTRALISED = (
     "unasked, git runs with hooks, fsmonitor, gpg, pagers and transports switched off "
-    "(bot/security/shell_neutral.py) and refuses a bare repository it was not pointed at; "
+    "(bot/security/shell/neutral.py) and refuses a bare repository it was not pointed at; "
     "checked: no marker, no canary"
 )
 

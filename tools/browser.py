@@ -27,7 +27,7 @@ from bot.config import LoadedConfig
 from bot.core.errors import Refused, ToolError
 from bot.core.messages import OutboundFile
 from bot.core.tool_api import Assessment, Tool, ToolContext, tool
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from tools.web import Url, read_from_url
 
 if TYPE_CHECKING:

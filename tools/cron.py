@@ -21,7 +21,7 @@ from bot.core.errors import ToolError, UserError
 from bot.core.tool_api import Assessment, Tool, ToolContext, tool
 from bot.cron.jobs import JobRequest, build_job, job_line, result_file, run_line
 from bot.cron.store import CronStore, Target
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from bot.security.policy import Decision
 
 Preflight = Callable[[ToolCall, ToolContext], Decision]

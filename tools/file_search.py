@@ -21,7 +21,7 @@ from pydantic import Field
 
 from bot.core.errors import ToolError
 from bot.core.tool_api import Assessment, Risk, Tool, ToolContext, tool
-from bot.security.paths import Entry, PathGuard
+from bot.security.files.paths import Entry, PathGuard
 
 PathParam = Annotated[
     str,

@@ -19,7 +19,7 @@ from bot.config import LoadedConfig
 from bot.config.security import SecurityConfig
 from bot.core.errors import ToolError
 from bot.core.tool_api import Tool, ToolContext, tool
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from tools.file_search import PathParam, path_assessor, search_tools
 
 if TYPE_CHECKING:

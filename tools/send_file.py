@@ -26,7 +26,7 @@ from bot.config import LoadedConfig
 from bot.core.errors import ToolError
 from bot.core.messages import OutboundFile
 from bot.core.tool_api import Tool, ToolContext, tool
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from tools.file_search import PathParam, path_assessor
 
 if TYPE_CHECKING:

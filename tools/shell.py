@@ -1,13 +1,13 @@
 """The ``shell`` tool: run one command line with ``/bin/sh`` in the workspace, bounded.
 
-Every call is rated first by ``bot.security.shell_risk.examine`` (the tool's
+Every call is rated first by ``bot.security.shell.risk.examine`` (the tool's
 ``assess``), so the policy gate sees each segment, substitution, path and host
 of the line. Where the kernel offers one, the command then runs inside the
-bubblewrap sandbox (``bot.security.sandbox``): its own namespaces, the
+bubblewrap sandbox (``bot.security.sandbox.bwrap``): its own namespaces, the
 workspace writable, secrets not mounted, a network namespace of its own, and
 no way out unless the call needed a person's approval (or the owner chose
 ``full`` autonomy or ``auto_approve``): then only through PinClaw's egress
-proxy (``bot.security.egress``), which refuses loopback, private addresses and
+proxy (``bot.security.net.egress``), which refuses loopback, private addresses and
 PinClaw's own ports as ``http_request`` does. Without the sandbox the
 classifier is stricter. Either way the
 command gets a scrubbed environment (no tokens or API keys), no stdin, a time
@@ -34,15 +34,15 @@ from bot.config import LoadedConfig
 from bot.core.errors import ConfigError, Refused, ToolError
 from bot.core.taint import listed
 from bot.core.tool_api import Assessment, Tool, ToolContext, ToolResult, tool
-from bot.security.sandbox_wire import SOCKET_ENV
+from bot.security.sandbox.wire import SOCKET_ENV
 from tools.shell_process import DRAIN_S, STOP_GRACE_S, run_command
 
 if TYPE_CHECKING:
     from bot.security.kit import SecurityKit
-    from bot.security.net_addresses import Allowlist
-    from bot.security.sandbox import Sandbox, SandboxCheck, SandboxLayout, SandboxMode
-    from bot.security.shell_risk import LineVerdict
-    from bot.security.shell_state import ShellState
+    from bot.security.net.addresses import Allowlist
+    from bot.security.sandbox.bwrap import Sandbox, SandboxCheck, SandboxLayout, SandboxMode
+    from bot.security.shell.risk import LineVerdict
+    from bot.security.shell.state import ShellState
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _auto_sandbox(security: SecurityKit, helper: str) -> Sandbox | None:
 
 def sandbox_layout(security: SecurityKit) -> SandboxLayout:
     """What a sandboxed command may write and must not see, by the kit's path guard."""
-    from bot.security.sandbox import SandboxLayout
+    from bot.security.sandbox.bwrap import SandboxLayout
 
     guard = security.paths
     return SandboxLayout(  # the forbidden places include PinClaw's own (security.kit)
@@ -112,14 +112,14 @@ def sandbox_layout(security: SecurityKit) -> SandboxLayout:
 @functools.cache
 def sandbox_check(layout: SandboxLayout, mode: SandboxMode, helper: str) -> SandboxCheck:
     """The sandbox for ``layout`` (and helper socket), looked for once, and why not if none."""
-    from bot.security.sandbox import find_sandbox
+    from bot.security.sandbox.bwrap import find_sandbox
 
     return find_sandbox(layout, mode)
 
 
 def shell_state(loaded: LoadedConfig, security: SecurityKit) -> ShellState:
     """Where shell commands run, for the log, ``status``, ``doctor`` and the panel (blocks)."""
-    from bot.security.shell_state import ShellState
+    from bot.security.shell.state import ShellState
 
     if "shell" in loaded.config.tools.disabled:
         return ShellState("disabled")
@@ -166,12 +166,12 @@ def shell_tools(
 
     @functools.cache
     def hosts() -> Allowlist:
-        from bot.security.net_addresses import Allowlist
+        from bot.security.net.addresses import Allowlist
 
         return Allowlist(config.allowed_hosts)
 
     def verdict_for(ctx: ToolContext, command: str) -> LineVerdict:
-        from bot.security.shell_risk import examine  # loaded on the first shell call
+        from bot.security.shell.risk import examine  # loaded on the first shell call
 
         return examine(
             command,
@@ -187,7 +187,7 @@ def shell_tools(
         if found.risk == "low" and ctx.taint and find() is not None:
             # In the sandbox running a workspace script is low risk, but it changes
             # things: after untrusted content it asks like any other acting call.
-            from bot.security.shell_risk import examine
+            from bot.security.shell.risk import examine
 
             bare = examine(command, guard=guard, allowlist=config.shell_allowlist,
                            cwd=ctx.workspace, hosts=hosts())  # fmt: skip
@@ -232,7 +232,7 @@ def shell_tools(
         )
         env = scrubbed_environment(os.environ, config.shell_env_passthrough)
         if verdict.assessment.risk == "low":  # unasked: what the workspace's settings name is off
-            from bot.security.shell_neutral import neutralised
+            from bot.security.shell.neutral import neutralised
 
             env = neutralised(env, guard.roots)
         argv = [SHELL, "-c", command]
@@ -283,7 +283,7 @@ def shell_tools(
 async def _forbidden_links(security: SecurityKit, sandboxed: bool) -> list[str]:
     """Hard links in the workspace to forbidden files: hidden from a sandboxed command;
     without the sandbox no command runs while one is there (``Refused``)."""
-    from bot.security.hardlinks import links_in
+    from bot.security.files.hardlinks import links_in
 
     guard = security.paths
     roots = [str(root) for root in guard.roots]
@@ -318,7 +318,7 @@ async def _judge_hosts(security: SecurityKit, hosts: Sequence[tuple[str, int]]) 
 
 def rule_key(values: BaseModel) -> str:
     """An "always allow" rule's key: the command's argv shape (its exact text if unreadable)."""
-    from bot.security.shell_lexer import ShellSyntaxError, shape
+    from bot.security.shell.lexer import ShellSyntaxError, shape
 
     command = str(values.model_dump()["command"])
     try:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.errors import ToolError
-from bot.security.sandbox_wire import SandboxUnavailable, run_remote
+from bot.security.sandbox.wire import SandboxUnavailable, run_remote
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from bot.core.tool_api import Assessment, Tool, ToolContext, tool
 from bot.security.kit import SecurityKit
 
 if TYPE_CHECKING:
-    from bot.security.net import Fetched
+    from bot.security.net.policy import Fetched
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 Url = Annotated[str, Field(description="the full http:// or https:// URL")]

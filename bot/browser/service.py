@@ -47,7 +47,7 @@ from bot.core.errors import Refused, ToolError, log_bug
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route
 
-    from bot.security.egress import EgressProxy, TcpDoor, Visitor
+    from bot.security.net.egress import EgressProxy, TcpDoor, Visitor
 
 log = logging.getLogger(__name__)
 

@@ -96,7 +96,7 @@ def shell_note(path: Path) -> str:
     """A line on where shell commands will run; loud when there is no sandbox."""
     from bot.config import load_config
     from bot.security.kit import build_security
-    from bot.security.shell_state import INSTALL_HINT
+    from bot.security.shell.state import INSTALL_HINT
     from tools.shell import shell_state
 
     try:

@@ -107,7 +107,7 @@ def add_service_commands(
 
 
 def _sandbox_exec(args: argparse.Namespace) -> int:
-    from bot.security.sandbox_wire import serve_connection
+    from bot.security.sandbox.wire import serve_connection
 
     return serve_connection(0)
 

@@ -4,7 +4,7 @@ and where they go (``Target``: the user's or the system's manager).
 ``pinclaw.service`` runs the daemon. ``pinclaw-sandbox.socket`` and
 ``pinclaw-sandbox@.service`` run its shell commands in bubblewrap: the daemon's
 own unit may create no namespaces, so each command goes through that socket to
-a helper in a unit of its own (``bot.security.sandbox_wire``). Only the
+a helper in a unit of its own (``bot.security.sandbox.wire``). Only the
 standard library is imported here: the parser is built for every command.
 """
 

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.core.durations import format_duration
 from bot.core.version import pinclaw_version
 from bot.daemon.run_lock import LOCK_FILE
-from bot.security.shell_state import INSTALL_HINT, ShellState
+from bot.security.shell.state import INSTALL_HINT, ShellState
 
 if TYPE_CHECKING:
     import httpx

@@ -20,7 +20,7 @@ from bot.core.errors import ToolError, UserError
 from bot.core.tool_api import ToolContext
 from bot.cron.schedule import Schedule, describe, next_run, parse_schedule
 from bot.cron.store import Action, CronJob, JobRun, Misfire, SessionMode, Target
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from bot.security.policy import Decision
 
 Preflight = Callable[[ToolCall, ToolContext], Decision]

@@ -25,7 +25,7 @@ from bot.core.errors import ToolError, UserError
 from bot.core.messages import OutboundMessage, SessionKey
 from bot.cron.jobs import result_file
 from bot.cron.store import Target
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from bot.store.owner_inbox import OwnerInbox
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,9 @@ from bot.memory.service import MemoryService
 from bot.memory.setup import open_memory
 from bot.providers import Provider, build_provider, build_provider_chain
 from bot.security.audit import AuditLog
+from bot.security.files.provenance import Provenance
 from bot.security.gate import UNTRUSTED_NOTE, PolicyGate
 from bot.security.kit import SecurityKit, build_security
-from bot.security.provenance import Provenance
 from bot.security.redact import RedactingFilter, Redactor
 from bot.skills import open_catalog
 from bot.store.db import Check, Database
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # each of these is loaded only when the config uses it
     from bot.mcp.manager import McpManager
     from bot.media.inbox import Inbox
     from bot.media.prepare import MediaIntake
-    from bot.security.net import Resolver
+    from bot.security.net.policy import Resolver
     from tools.delegate import AgentFactory
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from bot.cron.runs import JobRunner
 from bot.cron.service import CronService
 from bot.cron.store import CronStore
 from bot.daemon.app import App
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from bot.store.owner_inbox import OwnerInbox
 from tools.cron import cron_tools
 

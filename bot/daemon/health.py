@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bot.daemon.app import App
     from bot.daemon.cron import Scheduling
     from bot.daemon.storage import StorageWatch
-    from bot.security.shell_state import ShellState
+    from bot.security.shell.state import ShellState
     from bot.store.inbound import InboundStore
     from bot.triggers.overview import TriggerState
     from bot.triggers.service import TriggerService

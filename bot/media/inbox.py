@@ -6,7 +6,7 @@ leading dot, no control or shell-awkward characters, at most ``NAME_BYTES`` long
 A file is never overwritten: a second ``list.txt`` that day becomes
 ``2026-11-28-list-2.txt``, unless its bytes are the same as the first (a turn
 answered again after a restart saves nothing new). Each saved file is recorded
-as untrusted (``bot.security.provenance``), so a later turn that reads it with a
+as untrusted (``bot.security.files.provenance``), so a later turn that reads it with a
 file tool has read untrusted content.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.security.provenance import Provenance
+    from bot.security.files.provenance import Provenance
 
 NAME_BYTES = 120  # of the name after the date: well under any file system's 255
 MAX_COPIES = 1000

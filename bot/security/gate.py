@@ -35,7 +35,7 @@ from bot.security.redact import Redactor
 
 if TYPE_CHECKING:  # loaded when a call is put to a person
     from bot.security.approval import ApprovalOutcome, Approver
-    from bot.security.provenance import Provenance
+    from bot.security.files.provenance import Provenance
 
 log = logging.getLogger(__name__)
 

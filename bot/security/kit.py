@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from bot.config import LoadedConfig
 from bot.config.security import SecurityConfig
 from bot.core.tls import shared_ssl_context
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 from bot.security.redact import Redactor, config_secrets
 
 if TYPE_CHECKING:
-    from bot.security.egress import EgressProxy
-    from bot.security.net import NetGuard, Resolver
+    from bot.security.net.egress import EgressProxy
+    from bot.security.net.policy import NetGuard, Resolver
 
 
 class SecurityKit:
@@ -82,7 +82,7 @@ def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
     config = loaded.config.security
 
     def make_net() -> NetGuard:
-        from bot.security.net import NetGuard
+        from bot.security.net.policy import NetGuard
 
         return NetGuard(
             config.allowed_hosts,
@@ -94,7 +94,7 @@ def build_security(loaded: LoadedConfig, *, resolver: Resolver | None = None) ->
         )
 
     def make_egress(net: NetGuard) -> EgressProxy:
-        from bot.security.egress import EgressProxy
+        from bot.security.net.egress import EgressProxy
 
         web = loaded.config.web.address  # another PinClaw process of this config may hold it
         return EgressProxy(

@@ -49,7 +49,7 @@ COMPONENTS = (
     Component("owner_inbox", "bot.store.owner_inbox", 1),
     Component("sensor_readings", "bot.store.readings", 1),
     Component("panel_sessions", "bot.panel.auth", 1),
-    Component("untrusted_files", "bot.security.provenance", 1),
+    Component("untrusted_files", "bot.security.files.provenance", 1),
     Component("triggers", "bot.triggers.store", 1),
 )
 

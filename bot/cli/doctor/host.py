@@ -47,7 +47,7 @@ async def sandbox(loaded: LoadedConfig) -> Finding:
             'set security.shell_sandbox = "auto" to use bubblewrap where it works',
         )
     from bot.security.kit import build_security
-    from bot.security.sandbox import find_sandbox
+    from bot.security.sandbox.bwrap import find_sandbox
     from tools.shell import sandbox_layout
 
     layout = sandbox_layout(build_security(loaded))

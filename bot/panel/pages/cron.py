@@ -42,7 +42,7 @@ from bot.panel.actions import done, record_action
 from bot.panel.context import panel_deps, panel_session
 from bot.panel.render import render
 from bot.panel.router import PanelRouter
-from bot.security.paths import PathGuard
+from bot.security.files.paths import PathGuard
 
 HISTORY_SHOWN = 10
 KINDS = ("cron", "every", "at", "after")

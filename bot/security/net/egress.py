@@ -2,7 +2,7 @@
 
 Every sandboxed command has a network namespace of its own; one that may use
 the network reaches this proxy through the relay in its sandbox
-(``sandbox_relay.py``) and a Unix socket bind-mounted in. The proxy speaks
+(``sandbox/relay.py``) and a Unix socket bind-mounted in. The proxy speaks
 plain HTTP proxying: ``CONNECT host:port`` opens a tunnel (HTTPS, and any TCP
 protocol whose client can use an HTTP proxy), and a request with an absolute
 ``http://`` URI is forwarded (one request per connection, sent with
@@ -47,7 +47,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bot.core.errors import Refused, ToolError
-from bot.security.own_ports import is_own
+from bot.security.net.own_ports import is_own
 
 log = logging.getLogger(__name__)
 

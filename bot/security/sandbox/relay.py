@@ -1,7 +1,7 @@
 """The sandbox's only way out: a relay from its own loopback to PinClaw's egress proxy.
 
 This file runs inside bubblewrap, as the first process of a command that may
-use the network (``python3 -I -S sandbox_relay.py SOCKET ARGV...``), so it
+use the network (``python3 -I -S relay.py SOCKET ARGV...``), so it
 imports nothing but the standard library and keeps to what Python 3.8 has
 (the fallback interpreter may be an old system one). The sandbox has a network
 namespace of its own with nothing but its loopback; the relay listens on
@@ -88,7 +88,7 @@ def _exit_code(status: int) -> int:
 def main(argv: list[str]) -> int:
     """Listen, start the command with the proxy variables, relay until it ends; its status."""
     if len(argv) < 3:
-        sys.stderr.write("usage: sandbox_relay.py SOCKET PROGRAM [ARGUMENT...]\n")
+        sys.stderr.write("usage: relay.py SOCKET PROGRAM [ARGUMENT...]\n")
         return 2
     path, command = argv[1], argv[2:]
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # not inherited by the command

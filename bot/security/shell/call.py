@@ -1,7 +1,7 @@
 """What the per-command rules see: the call being rated, and the walker they report to.
 
-``shell_risk.Walker`` walks a command line and calls a rule (``shell_rules``,
-``shell_code_rules``, ``shell_git``, ``shell_network``) for each command; the
+``shell.risk.Walker`` walks a command line and calls a rule (``shell.rules``,
+``shell.code_rules``, ``shell.git``, ``shell.network``) for each command; the
 rules know the walker only through the ``Walker`` protocol here, so no rule
 module imports the walker's.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bot.core.tool_api import Risk
-from bot.security.shell_lexer import Word
-from bot.security.shell_paths import Findings, Use
+from bot.security.shell.lexer import Word
+from bot.security.shell.paths import Findings, Use
 
 Stdin = Literal["none", "pipe", "file", "text"]
 

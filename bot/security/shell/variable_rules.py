@@ -1,12 +1,12 @@
 """Rules for lines that change variables which keep the workspace's settings switched off.
 
-An unasked command gets ``shell_neutral``'s variables (git's overrides, pagers,
+An unasked command gets ``shell.neutral``'s variables (git's overrides, pagers,
 ``LESSSECURE``...). A line that sets, unsets, unexports or shadows one of
-them, or ``HOME``, or any ``GIT_*`` variable (``shell_neutral.protected``),
+them, or ``HOME``, or any ``GIT_*`` variable (``shell.neutral.protected``),
 could undo them before a reading command runs, so it asks. Every way a shell
 line names a variable is checked: assignments (``Walker.assign``), ``unset``,
 ``read``, ``getopts``, ``mapfile``, ``printf -v``, ``let``, ``export -n`` and
-``declare``/``local`` (``shell_rules``), ``env -u``/``-i`` and ``exec -c``
+``declare``/``local`` (``shell.rules``), ``env -u``/``-i`` and ``exec -c``
 (``Walker._unwrap``), a ``for`` loop's variable, ``$((NAME = ...))`` and
 ``${NAME:=...}``. A name only known when the line runs asks too.
 """
@@ -17,13 +17,13 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.security.shell_lexer import Op, Word
-from bot.security.shell_neutral import protected
-from bot.security.shell_rules import positional, rule
-from bot.security.shell_tables import DANGEROUS_VARS
+from bot.security.shell.lexer import Op, Word
+from bot.security.shell.neutral import protected
+from bot.security.shell.rules import positional, rule
+from bot.security.shell.tables import DANGEROUS_VARS
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Call, Walker
+    from bot.security.shell.call import Call, Walker
 
 _ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)", re.S)
 _ASSIGNS = re.compile(r"(?<![=!<>])(?:[-+*/%&|^]|<<|>>)?=(?!=)")

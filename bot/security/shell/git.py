@@ -1,7 +1,7 @@
 """Rules for git and package managers: what reads, what writes, what reaches the network.
 
 git reads of the repository are low, unless the repository's settings name a
-program no override switches off (``shell_git_settings``); verbs that talk to a
+program no override switches off (``shell.git_settings``); verbs that talk to a
 remote need approval (and their URLs are judged like any host); ``git config`` outside the
 repository's own settings reads or writes ``~/.gitconfig``, where credentials
 and tokens live, and is refused. Package managers: offline listing is low;
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.security.shell_git_settings import judge_repository
-from bot.security.shell_lexer import Word
-from bot.security.shell_network import contacts
-from bot.security.shell_project_rules import project_settings
-from bot.security.shell_rules import positional, rule, short_flags
-from bot.security.shell_tables import (
+from bot.security.shell.git_settings import judge_repository
+from bot.security.shell.lexer import Word
+from bot.security.shell.network import contacts
+from bot.security.shell.project_rules import project_settings
+from bot.security.shell.rules import positional, rule, short_flags
+from bot.security.shell.tables import (
     GIT_LIST_FLAGS,
     GIT_LISTS,
     GIT_READS,
@@ -29,7 +29,7 @@ from bot.security.shell_tables import (
 )
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Call, Walker
+    from bot.security.shell.call import Call, Walker
 
 GIT_NETWORK = words(
     """

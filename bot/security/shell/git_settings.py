@@ -1,6 +1,6 @@
 """What a repository's settings make a git command run, rated for the shell classifier.
 
-An unasked git command runs with ``shell_neutral``'s environment, which
+An unasked git command runs with ``shell.neutral``'s environment, which
 switches off what git lets the command line override: hooks, fsmonitor,
 pagers, editors, gpg, every transport. The rest the repository names freely
 (``diff.external``, ``diff.<driver>.textconv`` and ``.command``,
@@ -22,11 +22,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.security.git_settings import Repository, Unreadable, read_repository, setting_path
-from bot.security.shell_lexer import Word
+from bot.security.shell.git_repository import Repository, Unreadable, read_repository, setting_path
+from bot.security.shell.lexer import Word
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Walker
+    from bot.security.shell.call import Walker
 
 _RUNS = re.compile(
     r"^(diff\.external|diff\..+\.(textconv|command)|filter\..+\.(clean|smudge|process))$"

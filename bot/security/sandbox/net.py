@@ -2,10 +2,10 @@
 
 Every sandboxed command runs in a network namespace of its own, with nothing
 but its own loopback. One that may use the network gets a relay as its first
-process (``sandbox_relay.py``, mounted at ``/run/pinclaw/relay.py``) that
+process (``relay.py``, mounted at ``/run/pinclaw/relay.py``) that
 listens on the sandbox's 127.0.0.1 and carries each connection over the egress
 proxy's Unix socket (mounted at ``/run/pinclaw/egress.sock``) to the daemon,
-which judges every destination (``egress.py``).
+which judges every destination (``net/egress.py``).
 
 The relay runs with the daemon's own Python (its version is known), started
 isolated (``-I -S``). Where that Python lives in a place the sandbox hides (a
@@ -27,7 +27,7 @@ from pathlib import Path
 INSIDE = "/run/pinclaw"
 RELAY_INSIDE = f"{INSIDE}/relay.py"
 SOCKET_INSIDE = f"{INSIDE}/egress.sock"
-RELAY_FILE = Path(__file__).with_name("sandbox_relay.py")
+RELAY_FILE = Path(__file__).with_name("relay.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 

@@ -1,12 +1,12 @@
 """How risky a shell command line is: every segment, substitution and path judged.
 
-``classify`` tokenises the line (``shell_lexer``), splits it into simple
-commands on ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines (``shell_parse``)
-and rates each one from the tables (``shell_tables``) and the per-command
-rules (``shell_rules``, ``shell_code_rules``). Nested code (``$(...)``,
+``classify`` tokenises the line (``shell.lexer``), splits it into simple
+commands on ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines (``shell.parse``)
+and rates each one from the tables (``shell.tables``) and the per-command
+rules (``shell.rules``, ``shell.code_rules``). Nested code (``$(...)``,
 backticks, ``bash -c``, ``find -exec``, ``xargs``, ``env`` and other wrappers)
 is classified the same way; paths are judged by the ``PathGuard``
-(``shell_paths``). The line is as risky as its riskiest part, and forbidden if
+(``shell.paths``). The line is as risky as its riskiest part, and forbidden if
 any part names a forbidden place. A first word alone never decides.
 """
 
@@ -19,22 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.core.tool_api import Assessment, Risk
-from bot.security.net_addresses import Allowlist
-from bot.security.paths import PathGuard
-from bot.security.shell_call import Call, Stdin
-from bot.security.shell_code_rules import ALL_RULES
-from bot.security.shell_lexer import Op, ShellSyntaxError, Word, tokenize
-from bot.security.shell_network import (
+from bot.security.files.paths import PathGuard
+from bot.security.net.addresses import Allowlist
+from bot.security.shell.call import Call, Stdin
+from bot.security.shell.code_rules import ALL_RULES
+from bot.security.shell.lexer import Op, ShellSyntaxError, Word, tokenize
+from bot.security.shell.network import (
     NETWORK,
     PROXY_VARIABLES,
     contacts,
     host_problem,
     network_call,
 )
-from bot.security.shell_parse import SimpleCommand, split_commands
-from bot.security.shell_paths import Findings, PathJudge, Use, shown
-from bot.security.shell_rules import LOOKS_INSIDE, attaches
-from bot.security.shell_tables import (
+from bot.security.shell.parse import SimpleCommand, split_commands
+from bot.security.shell.paths import Findings, PathJudge, Use, shown
+from bot.security.shell.rules import LOOKS_INSIDE, attaches
+from bot.security.shell.tables import (
     ASSIGNMENT,
     DANGEROUS_VARS,
     HIGH,
@@ -45,8 +45,8 @@ from bot.security.shell_tables import (
     WRAPPERS,
     normalise,
 )
-from bot.security.shell_variable_rules import changes, name_word
-from bot.security.shell_variable_rules import tokens as assigned_in
+from bot.security.shell.variable_rules import changes, name_word
+from bot.security.shell.variable_rules import tokens as assigned_in
 
 __all__ = ["Call", "LineVerdict", "Use", "Walker", "classify", "examine"]
 

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from bot.security.net_addresses import Allowlist, address_problem, is_localhost, literal_ip
-from bot.security.shell_lexer import Word
-from bot.security.shell_tables import words
+from bot.security.net.addresses import Allowlist, address_problem, is_localhost, literal_ip
+from bot.security.shell.lexer import Word
+from bot.security.shell.tables import words
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Call, Walker
+    from bot.security.shell.call import Call, Walker
 
 NETWORK: dict[str, str] = {
     **dict.fromkeys(

@@ -1,6 +1,6 @@
 """Resolving a path the way the kernel would: every symbolic link followed, nothing opened.
 
-``PathGuard`` judges the result; the I/O in ``bot.security.dirfd`` then makes
+``PathGuard`` judges the result; the I/O in ``bot.security.files.dirfd`` then makes
 sure the path did not change between this resolution and its use.
 """
 

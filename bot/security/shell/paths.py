@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Literal
 
 from bot.core.tool_api import RISK_ORDER, Assessment, Risk
-from bot.security.paths import PathGuard
-from bot.security.shell_lexer import Word
-from bot.security.shell_tables import ASSIGNMENT, BLOCK_DEVICE, REMOTE, SAFE_DEVICES, URL
+from bot.security.files.paths import PathGuard
+from bot.security.shell.lexer import Word
+from bot.security.shell.tables import ASSIGNMENT, BLOCK_DEVICE, REMOTE, SAFE_DEVICES, URL
 
 Use = Literal["read", "write", "delete", "run", "name"]
 """What a command does with a path; ``name`` only mentions it (``echo /etc``)."""

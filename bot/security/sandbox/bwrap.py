@@ -2,8 +2,8 @@
 
 A command runs in user, PID, IPC, UTS and network namespaces of its own; the
 network one holds nothing but its own loopback, and a call that may use the
-network reaches out only through PinClaw's egress proxy (``sandbox_net``,
-``egress``), which refuses loopback, private and PinClaw's own addresses. It
+network reaches out only through PinClaw's egress proxy (``sandbox.net``,
+``net.egress``), which refuses loopback, private and PinClaw's own addresses. It
 sees the host's file system read-only, its workspace (and the extra roots)
 writable, an empty ``/tmp``, a ``/proc`` showing only its own processes and a
 minimal ``/dev``; and it does not see at all what holds
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bot.security.sandbox_wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
+from bot.security.sandbox.wire import SOCKET_ENV, SandboxUnavailable, run_remote_blocking
 
 if TYPE_CHECKING:
-    from bot.security.sandbox_net import Relay
+    from bot.security.sandbox.net import Relay
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class Sandbox:
     ) -> list[str]:
         """``bwrap`` options, then ``--``, then ``argv`` run in ``cwd`` (a writable folder).
 
-        The command's network namespace is its own either way; with ``egress``
+        The command's network namespace is its own either way; with ``net.egress``
         (the egress proxy's socket) a relay in it leads to that proxy. ``hide``:
         files in the writable folders to cover as well (hard links to forbidden files).
         """
@@ -137,7 +137,7 @@ class Sandbox:
         broad = {*ALWAYS_HIDDEN, home, "/"}  # hidden whole; a Python in them is no secret
         forbidden = [os.path.realpath(p) for p in self.layout.hidden]
         forbidden = [p for p in forbidden if p not in broad and not _within(home, p)]
-        from bot.security.sandbox_net import find_relay  # the first networked command
+        from bot.security.sandbox.net import find_relay  # the first networked command
 
         return find_relay(_hidden_places(self.layout), forbidden)
 

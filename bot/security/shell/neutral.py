@@ -11,7 +11,7 @@ a partial clone's lazy fetch cannot run ``remote.*.uploadpack`` or ssh;
 pagers are ``cat``; ``less`` runs with ``LESSSECURE``; go uses only the local
 toolchain; no PATH entry lies in the workspace. What cannot be switched off
 by name (a diff driver's textconv, a filter, an alias) makes the command ask
-(``shell_git_settings``); a line that changes these variables asks too
+(``shell.git_settings``); a line that changes these variables asks too
 (``PROTECTED``). A command a person approved runs with the settings as they
 are: the approval request named what they run.
 """

@@ -2,8 +2,8 @@
 
 Each rule gets the ``Walker`` (to record findings, judge paths and classify
 nested code) and the ``Call``. Commands without a rule are rated from the
-tables in ``shell_tables``; rules for commands that run other code live in
-``shell_code_rules``, for git and package managers in ``shell_git``.
+tables in ``shell.tables``; rules for commands that run other code live in
+``shell.code_rules``, for git and package managers in ``shell.git``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
-from bot.security.shell_lexer import Word
-from bot.security.shell_tables import ASSIGNMENT, INTERPRETERS, SHELLS
+from bot.security.shell.lexer import Word
+from bot.security.shell.tables import ASSIGNMENT, INTERPRETERS, SHELLS
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Call, Walker
-    from bot.security.shell_paths import Use
+    from bot.security.shell.call import Call, Walker
+    from bot.security.shell.paths import Use
 
 Rule = Callable[["Walker", "Call"], None]
 RULES: dict[str, Rule] = {}

@@ -10,17 +10,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from bot.security.shell_git import package_manager
-from bot.security.shell_lexer import Word
-from bot.security.shell_network import contacts
-from bot.security.shell_project_rules import module_shadowing
-from bot.security.shell_rules import RULES, Rule, positional, rule
-from bot.security.shell_tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION_FLAGS
+from bot.security.shell.git import package_manager
+from bot.security.shell.lexer import Word
+from bot.security.shell.network import contacts
+from bot.security.shell.project_rules import module_shadowing
+from bot.security.shell.rules import RULES, Rule, positional, rule
+from bot.security.shell.tables import INLINE_LONG, INTERPRETERS, SHELLS, VERSION_FLAGS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from bot.security.shell_call import Call, Walker
+    from bot.security.shell.call import Call, Walker
 
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "nc", "ncat", "netcat", "socat", "ssh"})
 _SED_COMMAND = re.compile(
@@ -320,4 +320,4 @@ def _command_option(w: Walker, call: Call) -> None:
 
 
 ALL_RULES: dict[str, Rule] = RULES
-"""Every rule: those of ``shell_rules`` and, registered on import, this module's."""
+"""Every rule: those of ``shell.rules`` and, registered on import, this module's."""

@@ -2,7 +2,7 @@
 
 ``NetGuard.check_url`` refuses what can be refused from the URL alone (other
 schemes, user info, literal private addresses in any notation, ``localhost``).
-Every connection then goes through ``net_transport.GuardedBackend``, which asks
+Every connection then goes through ``transport.GuardedBackend``, which asks
 ``NetGuard.addresses``: the host is resolved once, refused if any address it
 resolves to is not a public internet address (unless ``allowed_hosts`` names
 the host, the address or a network containing it), and the validated address
@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from bot.core.errors import Refused, ToolError
-from bot.security.net_addresses import Allowlist, is_localhost, literal_ip, normal_host
-from bot.security.net_transport import GuardedTransport
+from bot.security.net.addresses import Allowlist, is_localhost, literal_ip, normal_host
+from bot.security.net.transport import GuardedTransport
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 """(host, port) → the IP addresses the name resolves to, as strings."""

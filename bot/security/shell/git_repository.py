@@ -7,7 +7,7 @@ then reads every settings file git reads there: ``commondir``'s ``config``,
 ``config.worktree``, every ``include.path`` and ``includeIf.*.path``
 (whatever the condition), and the same again for each repository nested in
 the index (``git status`` looks into submodules). It runs nothing. What the
-settings make git run is sorted by ``shell_git_settings``.
+settings make git run is sorted by ``shell.git_settings``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.security.git_config_file import ConfigError, parse_config
+from bot.security.shell.git_config_file import ConfigError, parse_config
 
 MAX_FILES = 64
 MAX_REPOSITORIES = 32

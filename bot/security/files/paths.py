@@ -9,7 +9,7 @@ still leaves the workspace itself usable.
 
 Checking alone cannot hold against a path that changes after the check, so
 the I/O helpers take a checked path and reach it through directory file
-descriptors without following any link (``bot.security.dirfd``). They block:
+descriptors without following any link (``bot.security.files.dirfd``). They block:
 tools call them through ``asyncio.to_thread``.
 """
 
@@ -23,9 +23,9 @@ from typing import Literal
 
 from bot.core.errors import Refused, ToolError
 from bot.core.tool_api import Assessment, Risk
-from bot.security import dirfd
-from bot.security.dirfd import Entry, Kind
-from bot.security.resolve import Unresolvable, resolve, settled
+from bot.security.files import dirfd
+from bot.security.files.dirfd import Entry, Kind
+from bot.security.files.resolve import Unresolvable, resolve, settled
 
 __all__ = ["Entry", "Kind", "PathGuard", "PathRefused", "Verdict"]
 
@@ -167,7 +167,7 @@ class PathGuard:
         """Refuse an opened file that is also a file in a forbidden place (a hard link)."""
 
         def vet(info: os.stat_result) -> None:
-            from bot.security.hardlinks import check_links  # a file with several links
+            from bot.security.files.hardlinks import check_links  # a file with several links
 
             found = check_links(info, self._forbidden, self._roots)
             if found.found:

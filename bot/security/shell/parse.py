@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.security.shell_lexer import REDIRECT_OPS, Op, Word
-from bot.security.shell_tables import normalise
+from bot.security.shell.lexer import REDIRECT_OPS, Op, Word
+from bot.security.shell.tables import normalise
 
 _RESERVED = frozenset({"!", "if", "then", "elif", "else", "while", "until", "do", "fi", "done"})
 _NON_COMMANDS = frozenset({"for", "case", "select", "esac", "in"})

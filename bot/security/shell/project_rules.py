@@ -2,7 +2,7 @@
 
 A tool that takes its settings from the current folder (or its parents) runs
 what those settings name; the files can come with an unpacked archive or a
-clone. Where no variable switches that off (``shell_neutral`` covers git,
+clone. Where no variable switches that off (``shell.neutral`` covers git,
 pagers, ``less`` and go's toolchain), the command asks when it would read
 such settings:
 
@@ -28,10 +28,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.security.shell_rules import positional, rule
+from bot.security.shell.rules import positional, rule
 
 if TYPE_CHECKING:
-    from bot.security.shell_call import Call, Walker
+    from bot.security.shell.call import Call, Walker
 
 _ALWAYS = {
     "cargo": "cargo runs programs the project names (rust-toolchain.toml, .cargo/config.toml, "
