@@ -49,19 +49,70 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 
 
 class ProviderSpec(Section):
-    """One model provider: which API, which model, where, and with which key."""
+    """One model provider: which API it speaks, which model, at which URL, and with which key."""
 
-    kind: ProviderKind
-    model: str = Field(min_length=1)
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    max_tokens: int = Field(default=4096, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    tool_dispatch: Literal["auto", "native", "xml"] = "auto"
-    vision: bool | None = None  # None: guessed from the model name
-    headers: dict[str, str] = Field(default={})  # copied for each table; a factory costs more
+    kind: ProviderKind = Field(
+        description="Which API the model speaks. `openai` also covers any OpenAI-compatible "
+        "server: OpenRouter, Groq, vLLM, llama.cpp's `llama-server`, LM Studio, LocalAI."
+    )
+    model: str = Field(
+        min_length=1,
+        description="The model's name as the server knows it, e.g. `gpt-4o-mini` or `llama3.2`.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="The API's root URL. Not set: the kind's default (`https://api.openai.com/v1`, "
+        "`https://api.anthropic.com`, `https://generativelanguage.googleapis.com`, "
+        "`http://localhost:11434`). For an OpenAI-compatible server include the `/v1`, "
+        "e.g. `http://localhost:8080/v1` for llama.cpp.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        description='The API key, best taken from the environment: `"${OPENAI_API_KEY}"`. '
+        "Required for `anthropic`, `gemini`, and `openai` at its default URL; a local "
+        'server needs none (leave it out or write `""`).',
+    )
+    timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds to wait for the server before a request counts as failed "
+        "(it is then retried, see `max_retries`).",
+    )
+    max_retries: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="Retries after a 429, a 5xx or a connection error, with exponential backoff. "
+        "A `Retry-After` header is honoured up to 30 s; a longer wait moves on to the "
+        "fallback instead.",
+    )
+    max_tokens: int = Field(default=4096, ge=1, description="Longest reply, in tokens.")
+    temperature: float | None = Field(
+        default=None,
+        ge=0,
+        le=2,
+        description="Sampling temperature, 0 to 2. Not set: the model's own default.",
+    )
+    tool_dispatch: Literal["auto", "native", "xml"] = Field(
+        default="auto",
+        description="How tool calls are exchanged with the model. `auto`: the provider's "
+        "native tool calling, switching to `xml` for good if the server answers that the "
+        "model does not support tools. `native`: always native. `xml`: tools described in "
+        'the system prompt and calls written as `<tool_call>{"name": ..., "arguments": '
+        "{...}}</tool_call>`, for models without native tool calling.",
+    )
+    vision: bool | None = Field(
+        default=None,
+        description="Whether the model can see pictures people send in chats. Not set: "
+        "guessed from the model's name (`gpt-4o*`, `claude-3*`, `gemini-*`, `llava*`, "
+        "`qwen*-vl`... can; other names are taken as text-only). A model that cannot see "
+        "reads a note that a picture was sent.",
+    )
+    headers: dict[str, str] = Field(
+        default={},  # copied for each table; a factory costs more
+        description="Extra HTTP headers sent with every request to this provider, e.g. "
+        '`{ "HTTP-Referer" = "https://example.org", "X-Title" = "PinClaw" }` for OpenRouter.',
+    )
 
     _check_url = field_validator("base_url")(check_url)
     _empty_key_is_none = field_validator("api_key", mode="before")(empty_is_none)
@@ -95,71 +146,227 @@ class ProviderSpec(Section):
 
 
 class ProviderConfig(ProviderSpec):
-    """The main provider plus fallbacks tried in order when it fails."""
+    """The model PinClaw talks to, plus fallback providers tried in order when it fails."""
 
-    fallbacks: list[ProviderSpec] = Field(default=[])  # copied for each table, like headers
-    choices: list[str] = Field(default=[])
-    """More model names of this provider that a chat may switch to with ``/model NAME``
-    (the main model, the fallbacks' and the sub-agents' models are offered too)."""
+    fallbacks: list[ProviderSpec] = Field(
+        default=[],  # copied for each table, like headers
+        description="Providers tried in order when this one fails after its own retries, each a "
+        "`[[provider.fallbacks]]` table with the keys of `[provider]` but `fallbacks` and "
+        '`choices`, e.g. `kind = "ollama"`, `model = "llama3.2"`.',
+    )
+    choices: list[str] = Field(
+        default=[],
+        description="More models of this provider (same kind, URL, key and settings) that a "
+        'chat may switch to with `/model NAME`, e.g. `["gpt-4o", "gpt-4.1"]`. The main '
+        "model, the fallbacks' and the sub-agents' models are offered too. Only the people "
+        "who approve requests on a channel may switch; `/model default` goes back to `model`.",
+    )
 
 
 class SubAgentConfig(Section):
-    """``[agents.NAME]``: a sub-agent the ``delegate`` tool can hand a task to."""
+    """A sub-agent the `delegate` tool can hand a task to, with its own prompt, tools and
+    optionally its own model; its calls go through the same policy and approvals."""
 
-    description: str = Field(min_length=1)
-    system_prompt: str = ""
-    tools: list[str] = Field(default_factory=list)
-    provider: ProviderSpec | None = None
-    timeout_s: float = Field(default=120.0, gt=0)
+    description: str = Field(
+        min_length=1,
+        description="What the sub-agent is for, in one line, e.g. `finds things out on the web "
+        "and summarises them`: the main agent reads it to choose whom to hand a task to.",
+    )
+    system_prompt: str = Field(
+        default="",
+        description="The sub-agent's own instructions, used instead of `IDENTITY.md`. Empty: "
+        "a short prompt made from its name and `description`.",
+    )
+    tools: list[str] = Field(
+        default_factory=list,
+        description="The main agent's tools this sub-agent may use, by name, e.g. "
+        '`["web_fetch", "http_request"]`. Empty: it has no tools at all.',
+    )
+    provider: ProviderSpec | None = Field(
+        default=None,
+        description="The sub-agent's own model: a table with the keys of `[provider]` but "
+        '`fallbacks` and `choices`, e.g. `{ kind = "ollama", model = "llama3.2" }`. '
+        "Not set: the main `[provider]`, with its fallbacks.",
+    )
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds the sub-agent has for one task; after that the `delegate` call "
+        "fails and the main agent is told so.",
+    )
 
 
 class GeneralConfig(Section):
-    """Where state lives and how the daemon logs."""
+    """Where PinClaw keeps its state, which timezone it lives in, and how much the daemon logs."""
 
-    data_dir: str = str(DEFAULT_HOME)
-    timezone: str | None = None
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    data_dir: str = Field(
+        default=str(DEFAULT_HOME),
+        description="The folder holding PinClaw's state: the SQLite database `pinclaw.db`, the "
+        "audit log and the agent's `workspace/`. `$PINCLAW_DATA_DIR` overrides it; a relative "
+        "path is relative to the config file's folder.",
+    )
+    timezone: str | None = Field(
+        default=None,
+        description="IANA timezone name, e.g. `Europe/Lisbon`: the clock tool, the time shown "
+        "to the model, scheduled jobs and the token budgets go by it. Not set: the host's "
+        "timezone (`$TZ` or `/etc/localtime`), else UTC.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info",
+        description="How much `pinclaw run` logs (`--log-level` overrides it; where the log goes "
+        "is set in `[daemon]`). Except at `debug`, libraries' routine chatter is left out; "
+        "their warnings still show. `pinclaw agent` and `pinclaw chat` log only errors "
+        "unless given `--log-level`.",
+    )
 
     _check_timezone = field_validator("timezone")(check_zone)
 
 
 class AgentConfig(Section):
-    """How a turn runs: tool rounds, how much history the model sees, whether replies
-    stream into chats (each channel's ``stream`` overrides ``stream``)."""
+    """How a turn runs: how many tool rounds it may take, how much history the model sees,
+    and whether replies stream into chats."""
 
-    max_tool_iterations: int = Field(default=10, ge=1, le=100)
-    history_budget_tokens: int = Field(default=12000, ge=500)
-    identity_file: str = "IDENTITY.md"
-    max_delegation_depth: int = Field(default=1, ge=0, le=3)
-    stream: bool = True
-    usage_footer: bool = False
-    """Add one line under each reply with the tokens and cost its turn used."""
+    max_tool_iterations: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Most model rounds in one turn; a round is one model request plus the tools "
+        "it asked for. When the limit is reached the person is told so.",
+    )
+    history_budget_tokens: int = Field(
+        default=12000,
+        ge=500,
+        description="Roughly how many tokens of earlier conversation the model sees; the oldest "
+        "exchanges are left out first (never a tool call without its result).",
+    )
+    identity_file: str = Field(
+        default="IDENTITY.md",
+        description="The identity file, relative to the workspace (`DATA_DIR/workspace`): the "
+        "start of every system prompt. Created with a default text on first run; edit it to "
+        "change the assistant's name, tone or rules (it is read again when it changes).",
+    )
+    max_delegation_depth: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="How deep sub-agents (`[agents.NAME]`) may hand tasks on: 1 lets the main "
+        "agent delegate and no one else; 0 turns delegation off.",
+    )
+    stream: bool = Field(
+        default=True,
+        description="Show replies as they are written: in a chat, a message that grows (edited "
+        "about once a second) with a short line saying what runs while tools work; in "
+        "`pinclaw chat`, text as it comes. `false`: the whole reply at the end. Each "
+        "channel's `stream` overrides this.",
+    )
+    usage_footer: bool = Field(
+        default=False,
+        description="Add one line in italics under each chat reply with the tokens its turn "
+        "used and, when `[usage.prices]` has the model, its cost, e.g. "
+        "`— 1,234 tokens in · 56 out · $0.0012`. Command answers and what scheduled jobs, "
+        "the heartbeat and triggers deliver get none.",
+    )
 
 
 class ToolsConfig(Section):
-    """Settings shared by every tool."""
+    """Which tools the agent has, and the limits every tool shares."""
 
-    disabled: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=30.0, gt=0)
-    max_output_chars: int = Field(default=16000, ge=200)
-    max_send_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    disabled: list[str] = Field(
+        default_factory=list,
+        description='Tools the agent does not get, by name, e.g. `["shell", "http_request"]`; '
+        "the web panel cannot use them either. A name PinClaw has no tool for is logged as "
+        "a warning.",
+    )
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a tool call may run before it is stopped and the model told so, "
+        "for tools without a limit of their own (the shell has `[security] shell_timeout_s`, "
+        "an MCP server its `timeout_s`).",
+    )
+    max_output_chars: int = Field(
+        default=16000,
+        ge=200,
+        description="Longest tool result the model sees, in characters; a longer one keeps its "
+        "head and tail, with a marker saying how much was cut.",
+    )
+    max_send_bytes: int = Field(
+        default=20 * 1024 * 1024,
+        ge=1024,
+        description="Largest file `send_file` delivers to a chat, in bytes. Each platform has "
+        "its own limit as well: Telegram 50 MB, Discord 10 MB, Slack 1 GB.",
+    )
 
 
 class DaemonConfig(Section):
-    """How ``pinclaw run`` schedules turns, survives restarts and writes its log."""
+    """How `pinclaw run` schedules turns, survives restarts and writes its log."""
 
-    max_concurrent_turns: int = Field(default=4, ge=1, le=64)
-    busy_mode: Literal["queue", "collect"] = "queue"
-    max_message_age_s: float = Field(default=3600.0, ge=0)
-    shutdown_grace_s: float = Field(default=10.0, ge=0)
-    max_message_bytes: int = Field(default=16384, ge=0)
-    merge_window_ms: int = Field(default=1500, ge=0, le=60_000)
-    """How long a message that may be one part of a split paste waits for the next part
-    (0: never merge)."""
-    log_file: str = ""  # "" = stderr only; relative to the data dir
-    log_format: Literal["text", "json"] = "text"
-    log_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
-    log_backups: int = Field(default=3, ge=1, le=100)
+    max_concurrent_turns: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="How many chats are answered at the same time. The messages of one chat "
+        "are always answered strictly in order.",
+    )
+    busy_mode: Literal["queue", "collect"] = Field(
+        default="queue",
+        description="What happens to a message that arrives while its chat is still being "
+        "answered. `queue`: it waits and gets its own answer after the current one. "
+        "`collect`: it waits with any others, and they are answered together in one turn.",
+    )
+    max_message_age_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="Messages older than this many seconds are not answered (each is logged): "
+        "those left unanswered when the daemon stopped or crashed, and those a platform "
+        "delivers late after an outage (by the platform's timestamp). 0: no limit.",
+    )
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="On SIGTERM or SIGINT, seconds the answers in progress get to finish; the "
+        "rest are recorded as interrupted and answered after the next start. The whole stop "
+        "takes at most this plus 2 s.",
+    )
+    max_message_bytes: int = Field(
+        default=16384,
+        ge=0,
+        description="A message longer than this many bytes (UTF-8) is not sent to the model: "
+        "the sender is asked for a shorter one. 0: no limit.",
+    )
+    merge_window_ms: int = Field(
+        default=1500,
+        ge=0,
+        le=60_000,
+        description="Milliseconds a message that may be part of a long paste waits for the next "
+        "part (Telegram and Discord apps split pastes at 4,096 and 2,000 characters); the parts "
+        "are answered as one message, and so is a message sent within this time after your "
+        "previous one while that one still waits. 0: every message is answered on its own.",
+    )
+    log_file: str = Field(
+        default="",
+        description="The file `pinclaw run` writes its whole log to (created 0600, rotated by "
+        "size), relative to the data folder; stderr then keeps only warnings and errors. "
+        '`""`: stderr only, which is the journal under systemd.',
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="The format of `pinclaw run`'s log lines: `text`, or `json`: one JSON object "
+        "per line with the time (UTC), level, logger, message, the exception if any, and "
+        "details such as the retry attempt.",
+    )
+    log_max_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        ge=1024,
+        description="Size in bytes at which the log file is rotated: `pinclaw.log` becomes "
+        "`pinclaw.log.1`, and so on. Only with `log_file`.",
+    )
+    log_backups: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="How many rotated log files are kept; the oldest beyond them is deleted.",
+    )
 
 
 class Config(Section):

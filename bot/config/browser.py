@@ -27,7 +27,10 @@ class BrowserProfile(Section):
 
     hosts: list[str] = Field(
         min_length=1,
-        description="host names whose pages use this profile (exact names, like grafana.lan)",
+        description=(
+            "Host names whose pages use this profile, exactly as in their address, like "
+            '`["grafana.lan"]`. A host may be in one profile only.'
+        ),
     )
 
     @field_validator("hosts")
@@ -41,33 +44,61 @@ class BrowserProfile(Section):
 
 
 class BrowserConfig(Section):
-    """Whether the browser tools are offered, which Chromium they drive, and its limits."""
+    """The browser tools (``browser_open``, ``browser_screenshot``): whether they are offered,
+    which Chromium they drive, and its limits."""
 
     enabled: bool = Field(
         default=True,
-        description="offer the browser tools when Playwright and a Chromium are installed",
+        description=(
+            "Offer the browser tools when Playwright (`pinclaw[browser]`) and a Chromium are "
+            "installed; `false` turns them off."
+        ),
     )
     executable: str = Field(
         default="",
-        description="the Chromium to run; empty: chromium or chromium-browser on the PATH",
+        description=(
+            "The Chromium program to run. Empty: `chromium` or `chromium-browser` on the PATH."
+        ),
     )
     idle_s: float = Field(
-        default=300.0, gt=0, description="close the browser after this many seconds unused"
+        default=300.0,
+        gt=0,
+        description=(
+            "Seconds after the last call before the browser is closed; the next call starts "
+            "it again."
+        ),
     )
     page_timeout_s: float = Field(
-        default=20.0, gt=0, le=300, description="how long a page may take to load"
+        default=20.0, gt=0, le=300, description="Seconds a page may take to load."
     )
     max_memory_mib: int = Field(
         default=768,
         ge=128,
-        description="the most memory all of Chromium's processes together may take "
-        "(proportional set size); a page that needs more is stopped and the browser closed",
+        description=(
+            "The most memory Chromium's processes may take together, in MiB (proportional "
+            "set size); a page that needs more is stopped and the browser closed. A small "
+            "page takes about 320 MiB."
+        ),
     )
-    width: int = Field(default=1280, ge=200, le=4000, description="page width in pixels")
-    height: int = Field(default=800, ge=200, le=4000, description="page height in pixels")
+    width: int = Field(
+        default=1280,
+        ge=200,
+        le=4000,
+        description="The browser window's width in pixels (what a screenshot shows).",
+    )
+    height: int = Field(
+        default=800,
+        ge=200,
+        le=4000,
+        description="The browser window's height in pixels (what a screenshot shows).",
+    )
     profiles: dict[str, BrowserProfile] = Field(
         default_factory=dict,
-        description="named profiles that keep cookies for some hosts (none by default)",
+        description=(
+            "One table per profile, like `[browser.profiles.grafana]`; names are lower-case "
+            "letters, digits, `_` and `-`. A profile's cookies and storage are kept in "
+            "`DATA_DIR/browser/NAME.json`. None: every page gets a fresh, empty context."
+        ),
     )
 
     @field_validator("profiles")

@@ -7,7 +7,7 @@ config never loads Telegram, Discord or Slack code.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -24,18 +24,84 @@ class ChannelSettings(Section):
     shows replies as they are written, overriding ``[agent] stream``.
     """
 
-    enabled: bool = True
-    allowed_users: list[str] = Field(default_factory=list)
-    allowed_groups: list[str] = Field(default_factory=list)
-    group_mode: Literal["addressed", "all"] = "addressed"
-    keywords: list[str] = Field(default_factory=list)
-    pairing: bool = True
-    owner: str | None = None
-    approvers: list[str] = Field(default_factory=list)
-    approvals_in_dm: bool = False
-    # Show replies as they are written (a message edited as the model writes); None
-    # follows [agent] stream.
-    stream: bool | None = None
+    refused_keys: ClassVar[tuple[str, ...]] = ()
+    """Keys this channel's model has but refuses in a config file (the reference
+    leaves them out)."""
+
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Start this channel with `pinclaw run`; `false` keeps the table but does not start it."
+        ),
+    )
+    allowed_users: list[str] = Field(
+        default_factory=list,
+        description=(
+            'User ids who may talk to the bot here, like `["123456789"]` on Telegram or '
+            '`["U0123456789"]` on Slack. Empty means nobody is let in by this list: someone '
+            "who writes directly gets a pairing code for the owner to approve "
+            "(`pinclaw pairing approve CODE`)."
+        ),
+    )
+    allowed_groups: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Group or channel ids where anyone may talk to the bot (when they address it, "
+            "see `group_mode`). Empty: in groups, only people in `allowed_users` or paired "
+            "are answered."
+        ),
+    )
+    group_mode: Literal["addressed", "all"] = Field(
+        default="addressed",
+        description=(
+            "`addressed`: in groups, answer only when @mentioned, replied to, or a keyword "
+            "is used; `all`: answer every message in the `allowed_groups`."
+        ),
+    )
+    keywords: list[str] = Field(
+        default_factory=list,
+        description=(
+            'Words that address the bot in a group, like `["claw"]` (whole words, in any case).'
+        ),
+    )
+    pairing: bool = Field(
+        default=True,
+        description=(
+            "Offer a pairing code to unknown people who write directly; `false` drops their "
+            "messages without a reply (each one is logged)."
+        ),
+    )
+    owner: str | None = Field(
+        default=None,
+        description=(
+            "The user id of the bot's owner here, who decides on approval requests unless "
+            "`approvers` is set. It does not let them talk to the bot: list them in "
+            "`allowed_users` too, or pair."
+        ),
+    )
+    approvers: list[str] = Field(
+        default_factory=list,
+        description=(
+            "User ids who decide on approval requests here; anyone else's tap is refused. "
+            "Empty: the `owner`, else the first of `allowed_users`, else the first person "
+            "admitted by pairing. The owner's linked accounts may always decide."
+        ),
+    )
+    approvals_in_dm: bool = Field(
+        default=False,
+        description=(
+            "Send approval requests from group chats to the approver's private chat, so the "
+            "group never sees the call's arguments. If that chat cannot be reached, the group "
+            "is told so, without the details, and the call is not run."
+        ),
+    )
+    stream: bool | None = Field(
+        default=None,
+        description=(
+            "Show replies here as they are written (a message edited as the model writes). "
+            "Not set: as `[agent] stream` says."
+        ),
+    )
 
     def streams(self, default: bool) -> bool:
         """Whether replies stream here: ``stream`` if set, else ``default`` ([agent] stream)."""

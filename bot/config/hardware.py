@@ -21,40 +21,128 @@ MIN_SAMPLE_S = 60.0
 
 
 class GpioDevice(Section):
-    """One named GPIO device (BCM numbering)."""
+    """A GPIO device the tools may use, by its name: an output (a relay, a LED), an input
+    (a button, a door contact) or a PWM output (a fan, a dimmable light)."""
 
-    pin: int = Field(ge=0, le=53)
-    kind: Literal["output", "input", "pwm"] = "output"
-    active_low: bool = False
-    pull_up: bool = False
-    initial: bool = False
-    frequency: float = Field(default=100.0, gt=0, le=100_000)
+    pin: int = Field(
+        ge=0,
+        le=53,
+        description=(
+            "The pin's BCM (GPIO) number, as in `GPIO17`, not its position on the header. "
+            "A pin belongs to one device only."
+        ),
+    )
+    kind: Literal["output", "input", "pwm"] = Field(
+        default="output",
+        description=(
+            "`output` is switched on and off (`gpio_write`, `gpio_pulse`); `input` is read "
+            "and can fire `gpio:` triggers; `pwm` is an output with a duty cycle "
+            "(`gpio_pwm`: a fan's speed, a light's brightness)."
+        ),
+    )
+    active_low: bool = Field(
+        default=False,
+        description=(
+            "On means the pin is low instead of high, as with many relay boards. Inputs: "
+            "when not written, it follows `pull_up` (a switch to ground reads on when "
+            "closed); with `pull_up = false`, `true` means no internal resistor (the circuit "
+            "holds the line high itself)."
+        ),
+    )
+    pull_up: bool = Field(
+        default=False,
+        description=(
+            "Inputs: use the internal pull-up resistor (a switch to ground), and read low as "
+            "on unless `active_low = false` is written (a normally-closed switch). `false`: "
+            "the internal pull-down, and high is on."
+        ),
+    )
+    initial: bool = Field(
+        default=False,
+        description=(
+            "Outputs and PWM: the state the device is set to when PinClaw first uses it "
+            "(`true` is on)."
+        ),
+    )
+    frequency: float = Field(
+        default=100.0,
+        gt=0,
+        le=100_000,
+        description="PWM devices: the PWM frequency in hertz; `gpio_pwm` may change it.",
+    )
     bounce_ms: int = Field(
         default=0,
         ge=0,
         le=10_000,
         description=(
-            "inputs: debounce in milliseconds (gpiozero's bounce_time): edges closer together "
-            "than this after one edge are ignored, so a chattering switch counts once; 0 = none"
+            "Inputs: debounce time in milliseconds (gpiozero's `bounce_time`): edges closer "
+            "than this after an edge are ignored, so a chattering switch counts once. "
+            "0: no debouncing."
         ),
     )
 
 
 class SerialPort(Section):
-    """One allowlisted serial port: a device path, ``socket://host:port`` or ``loop://``."""
+    """A serial port the tools and ``serial:`` triggers may use, by its name: a device path,
+    ``socket://host:port`` or ``loop://``."""
 
-    port: str = Field(min_length=1)
-    baud: int = Field(default=9600, gt=0)
-    line_ending: Literal["\n", "\r\n", "\r"] = "\n"
-    timeout_s: float = Field(default=2.0, gt=0, le=60)
-    max_bytes: int = Field(default=4096, ge=16, le=1_000_000)
+    port: str = Field(
+        min_length=1,
+        description=(
+            "Where the port is: a device path such as `/dev/ttyUSB0`, `socket://HOST:PORT` "
+            "for a serial-over-TCP server, or `loop://`, which reads back what is written "
+            "(for trying things out)."
+        ),
+    )
+    baud: int = Field(
+        default=9600, gt=0, description="The line speed in baud; it must match the device's."
+    )
+    line_ending: Literal["\n", "\r\n", "\r"] = Field(
+        default="\n",
+        description=(
+            'What ends a line: `"\\n"`, `"\\r\\n"` or `"\\r"`. `serial_send` adds it to the '
+            "line it writes and reads the reply up to it; a `serial:` trigger splits what "
+            "arrives at it."
+        ),
+    )
+    timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description=(
+            "Seconds `serial_send` waits for the device to take the line, and for its reply."
+        ),
+    )
+    max_bytes: int = Field(
+        default=4096,
+        ge=16,
+        le=1_000_000,
+        description=(
+            "The longest reply `serial_send` reads, in bytes; a longer one is cut there and "
+            "the model is told so."
+        ),
+    )
 
 
 class I2cConfig(Section):
-    """Which I2C buses may be scanned, and which addresses read and written."""
+    """Which I2C buses may be used, and which device addresses read and written directly."""
 
-    buses: list[int] = Field(default_factory=list)
-    addresses: list[int] = Field(default_factory=list)
+    buses: list[int] = Field(
+        default_factory=list,
+        description=(
+            "I2C bus numbers PinClaw may use, like `[1]` (the header's SDA/SCL pins on a "
+            "Raspberry Pi): `i2c_scan` lists what answers on them, and every sensor must be "
+            "on one of them. Empty: no bus may be used, so no I2C tools and no sensors."
+        ),
+    )
+    addresses: list[int] = Field(
+        default_factory=list,
+        description=(
+            "Device addresses (7-bit, `0x03` to `0x77`) that `i2c_read` and `i2c_write` may "
+            "use on those buses, like `[0x48]`. Empty: no raw reads or writes at all; the "
+            "configured sensors still work through their drivers."
+        ),
+    )
 
     @field_validator("addresses")
     @classmethod
@@ -66,27 +154,110 @@ class I2cConfig(Section):
 
 
 class Sensor(Section):
-    """A named sensor with a built-in driver."""
+    """A sensor that ``sensor_read`` reads by its name, with a built-in driver."""
 
-    driver: Literal["bme280", "sht31"]
-    bus: int = Field(default=1, ge=0)
-    address: int = Field(ge=0x03, le=0x77)
+    driver: Literal["bme280", "sht31"] = Field(
+        description=(
+            "The chip: `bme280` measures temperature, humidity and pressure; `sht31` "
+            "temperature and humidity."
+        ),
+    )
+    bus: int = Field(
+        default=1,
+        ge=0,
+        description="The I2C bus it is on; it must be listed in `[hardware.i2c] buses`.",
+    )
+    address: int = Field(
+        ge=0x03,
+        le=0x77,
+        description=(
+            "Its I2C address, like `0x76` or `0x77` for a BME280, `0x44` or `0x45` for an "
+            "SHT31. It need not be in `[hardware.i2c] addresses`."
+        ),
+    )
 
 
 class HardwareConfig(Section):
-    """Everything the hardware tools may touch."""
+    """The GPIO devices, serial ports, I2C buses and sensors the hardware tools may touch, by
+    name, and nothing else; with none declared, those tools are not offered."""
 
-    pin_factory: Literal["", "mock", "lgpio", "rpigpio", "pigpio", "native"] = ""
-    allow_raw_pins: bool = False
-    call_timeout_s: float = Field(default=10.0, gt=0, le=300)
-    max_pulse_s: float = Field(default=30.0, gt=0, le=600)
-    gpio: dict[str, GpioDevice] = Field(default_factory=dict)
-    serial: dict[str, SerialPort] = Field(default_factory=dict)
-    i2c: I2cConfig = Field(default_factory=I2cConfig)
-    sensors: dict[str, Sensor] = Field(default_factory=dict)
-    # Readings history: "0" = record only the readings the agent takes.
-    sample_every: str = "0"
-    keep_readings_days: int = Field(default=30, ge=1, le=3650)
+    pin_factory: Literal["", "mock", "lgpio", "rpigpio", "pigpio", "native"] = Field(
+        default="",
+        description=(
+            "gpiozero's pin library. Empty: gpiozero's default (lgpio on a Raspberry Pi); "
+            "`mock` simulates the board on any machine (pins, and the readings and I2C scans "
+            "of the configured sensors, each marked as simulated); `lgpio`, `rpigpio`, "
+            "`pigpio` or `native` pick one."
+        ),
+    )
+    allow_raw_pins: bool = Field(
+        default=False,
+        description=(
+            "Let the GPIO tools also take bare BCM pin numbers (`GPIO17`). Off: only the "
+            "devices named in `[hardware.gpio]` can be touched."
+        ),
+    )
+    call_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "Seconds one device call (GPIO, I2C, serial) may take before it gives up, so a "
+            "stuck device gives a clear result instead of freezing the chats."
+        ),
+    )
+    max_pulse_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="The longest `gpio_pulse` in seconds (a press of a garage door button).",
+    )
+    gpio: dict[str, GpioDevice] = Field(
+        default_factory=dict,
+        description=(
+            "One table per device, like `[hardware.gpio.porch_light]` with `pin = 17`; names "
+            "are lower-case letters, digits and `_`. None (and `allow_raw_pins` off): no GPIO "
+            "tools."
+        ),
+    )
+    serial: dict[str, SerialPort] = Field(
+        default_factory=dict,
+        description=(
+            "One table per port, like `[hardware.serial.arduino]` with "
+            '`port = "/dev/ttyUSB0"`; names are lower-case letters, digits and `_`. None: no '
+            "serial tools."
+        ),
+    )
+    i2c: I2cConfig = Field(
+        default_factory=I2cConfig,
+        description=(
+            "`pinclaw hardware` scans each of these buses and shows whether the configured "
+            "sensors answer."
+        ),
+    )
+    sensors: dict[str, Sensor] = Field(
+        default_factory=dict,
+        description=(
+            "One table per sensor, like `[hardware.sensors.greenhouse]` with "
+            '`driver = "bme280"`, `bus = 1` and `address = 0x76`; names are lower-case '
+            "letters, digits and `_`."
+        ),
+    )
+    sample_every: str = Field(
+        default="0",
+        description=(
+            "How often `pinclaw run` also reads every sensor for the readings history "
+            "(`sensor_chart`), as a duration like `10m` (1m at the shortest), and how often "
+            "`sensor:` triggers read theirs by default. `0`: no scheduled readings; what the "
+            "agent and triggers read is still recorded."
+        ),
+    )
+    keep_readings_days: int = Field(
+        default=30,
+        ge=1,
+        le=3650,
+        description="Days sensor readings are kept in the database; older ones are deleted.",
+    )
 
     @field_validator("sample_every")
     @classmethod
@@ -137,12 +308,41 @@ class HardwareConfig(Section):
 
 
 class HomeAssistantConfig(Section):
-    """Home Assistant over its REST API with a long-lived access token."""
+    """Home Assistant, reached over its REST API with a long-lived access token, and the
+    entities the agent may control there."""
 
-    url: str = ""
-    token: SecretStr | None = None
-    allow: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    url: str = Field(
+        default="",
+        description=(
+            "Home Assistant's address, like `http://homeassistant.local:8123`. Empty: no "
+            "Home Assistant tools and no `ha:` triggers."
+        ),
+    )
+    token: SecretStr | None = Field(
+        default=None,
+        description=(
+            "A long-lived access token (made on your profile page in Home Assistant), "
+            'required with `url`; write it as `"${HA_TOKEN}"` to keep it out of the file.'
+        ),
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The entities the agent may control (`ha_call_service`): entity ids like "
+            '`["switch.garage_door"]`, or whole domains like `"light"`. Empty means it may '
+            "control nothing, only read states; once the list has entries, reading and "
+            "`ha:` triggers are limited to those entities too."
+        ),
+    )
+    timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=120,
+        description=(
+            "Seconds to wait for each answer from Home Assistant (a REST request, or a reply "
+            "on the WebSocket that `ha:` triggers use)."
+        ),
+    )
 
     _empty_token_is_none = field_validator("token", mode="before")(empty_is_none)
     _check_url = field_validator("url")(check_url)

@@ -24,7 +24,7 @@ Kind = Literal["webhook", "gpio", "sensor", "ha", "serial"]
 SOURCES: tuple[Kind, ...] = ("webhook", "gpio", "sensor", "ha", "serial")
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(.+)$")
 _CONDITION = re.compile(r"^\s*(below|above|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
-_ONLY_FOR: dict[str, tuple[str, ...]] = {
+ONLY_FOR: dict[str, tuple[str, ...]] = {
     "secret": ("webhook",),
     "signature_header": ("webhook",),
     "max_bytes": ("webhook",),
@@ -91,29 +91,140 @@ def check_hours(text: str) -> str:
 
 
 class TriggerConfig(Section):
-    """One ``[[triggers]]`` table."""
+    """A trigger: an event that makes PinClaw speak first (a webhook call, a GPIO input, a
+    sensor threshold, a Home Assistant state, a serial line), and what it then says or asks."""
 
-    name: str
-    on: str
-    to: str = "owner"
-    say: str = ""
-    ask: str = ""
-    when: str = ""
-    for_: str = Field(default="0", alias="for")
-    cooldown: str = "0"
-    quiet_hours: str = ""
-    active_hours: str = ""
-    rate_limit: str = DEFAULT_RATE
-    enabled: bool = True
-    # webhook
-    secret: SecretStr | None = None
-    signature_header: str = ""
-    max_bytes: int = Field(default=65536, ge=64, le=10 * 1024 * 1024)
-    # sensor
-    hysteresis: float = Field(default=0.5, ge=0)
-    every: str = ""
-    # serial
-    pattern: str = ""
+    name: str = Field(
+        description=(
+            "The trigger's name: lower-case letters, digits, `_` and `-`, up to 40 "
+            "characters (like `garage-door`). A webhook is called at `/hooks/NAME`."
+        ),
+    )
+    on: str = Field(
+        description=(
+            "What it listens to: `webhook`, `gpio:DEVICE` (an input of `[hardware.gpio]`), "
+            "`sensor:NAME.QUANTITY` (like `sensor:greenhouse.temperature`), `ha:ENTITY_ID` "
+            "(like `ha:cover.garage_door`) or `serial:PORT` (a port of `[hardware.serial]`)."
+        ),
+    )
+    to: str = Field(
+        default="owner",
+        description=(
+            "Where its message goes, as for scheduled jobs: `owner` (the owner's private "
+            "chat, else their inbox), `CHANNEL:CHAT_ID` (like `telegram:123456789`), "
+            "`terminal:owner`, `log`, `file:PATH` or `none`."
+        ),
+    )
+    say: str = Field(
+        default="",
+        description=(
+            "A fixed text sent when it fires, with `{placeholders}` filled from the event "
+            "(like `{time}` or `{body}`), without asking the model. Give `say` or `ask`, "
+            "not both."
+        ),
+    )
+    ask: str = Field(
+        default="",
+        description=(
+            "A prompt for a turn of the agent, with the event as context, under the same "
+            "policy and approvals as a chat turn of the person who made the trigger. Give "
+            "`say` or `ask`, not both."
+        ),
+    )
+    when: str = Field(
+        default="",
+        description=(
+            "Which change fires it. GPIO: `on` (also when empty), `off` or `change`; "
+            "sensor: `below N` or `above N` (required); Home Assistant: the new state, like "
+            "`open` (empty: any change). Webhooks and serial lines do not use it."
+        ),
+    )
+    for_: str = Field(
+        default="0",
+        alias="for",
+        description=(
+            "Fire only once the condition has lasted this long, as a duration like `5s` or "
+            "`3m` (GPIO, sensor and Home Assistant triggers). `0`: at once."
+        ),
+    )
+    cooldown: str = Field(
+        default="0",
+        description=(
+            "After a message is sent, further events are held back this long (a duration "
+            "like `1m`) and summed up in one message afterwards. `0`: no cooldown."
+        ),
+    )
+    quiet_hours: str = Field(
+        default="",
+        description=(
+            "Hours when events are recorded but not sent, like `23:00-07:00` (in "
+            "`[general] timezone`; a range may cross midnight). Empty: none."
+        ),
+    )
+    active_hours: str = Field(
+        default="",
+        description=(
+            "The only hours when it fires, like `22:00-06:00` (in `[general] timezone`); "
+            "events outside them are recorded but not sent. Empty: always."
+        ),
+    )
+    rate_limit: str = Field(
+        default=DEFAULT_RATE,
+        description=(
+            "At most this many messages in a window, written `COUNT/DURATION`: `10/10m` is "
+            "at most 10 in any 10 minutes, and what is held back is summed up in one "
+            "message afterwards. `0`: no limit."
+        ),
+    )
+    enabled: bool = Field(
+        default=True, description="Whether it fires; `false` keeps it but ignores its events."
+    )
+    secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Webhooks (required): the secret callers prove they know, by sending "
+            "`Authorization: Bearer SECRET` or by signing the body (`signature_header`). "
+            'Make it long, and keep it out of the file: `secret = "${DOORBELL_SECRET}"`.'
+        ),
+    )
+    signature_header: str = Field(
+        default="",
+        description=(
+            "Webhooks: the header that carries an HMAC-SHA256 of the body keyed with "
+            "`secret`, in hex (a `sha256=` prefix is fine), like GitHub's "
+            "`X-Hub-Signature-256`; then a bearer token is not accepted. Empty: callers send "
+            "`Authorization: Bearer SECRET`."
+        ),
+    )
+    max_bytes: int = Field(
+        default=65536,
+        ge=64,
+        le=10 * 1024 * 1024,
+        description=("Webhooks: the largest body accepted, in bytes; a larger one gets HTTP 413."),
+    )
+    hysteresis: float = Field(
+        default=0.5,
+        ge=0,
+        description=(
+            "Sensors: how far back past the threshold (in the sensor's unit) a value must "
+            "come before the trigger can fire again, so a value hovering at it fires once: "
+            "`below 5` with `0.5` is armed again at 5.5."
+        ),
+    )
+    every: str = Field(
+        default="",
+        description=(
+            "Sensors: how often the sensor is read, as a duration like `1m`. Empty or `0`: "
+            "`[hardware] sample_every`, or every minute when that is `0`."
+        ),
+    )
+    pattern: str = Field(
+        default="",
+        description=(
+            "Serial lines (required): a regular expression a line must match, anywhere in "
+            "it; named groups like `(?P<watts>\\d+)` become placeholders."
+        ),
+    )
 
     _empty_secret_is_none = field_validator("secret", mode="before")(empty_is_none)
 
@@ -169,7 +280,7 @@ class TriggerConfig(Section):
             raise ValueError(f"on: {exc}") from None
         if bool(self.say.strip()) == bool(self.ask.strip()):
             raise ValueError("give say (a text sent as it is) or ask (a turn of the agent), one")
-        for key, kinds in _ONLY_FOR.items():
+        for key, kinds in ONLY_FOR.items():
             if key in self.model_fields_set and kind not in kinds:
                 raise ValueError(f"{key}: only a {' or '.join(kinds)} trigger has it")
         if kind == "webhook" and self.secret is None:

@@ -14,10 +14,17 @@ from bot.config.base import Section
 
 
 class TokenPrice(Section):
-    """``[usage.prices."KIND:MODEL"]``: what a million tokens cost, each way."""
+    """What a million tokens of one model cost, in and out, in `[usage] currency`."""
 
-    input_per_million: float = Field(ge=0)
-    output_per_million: float = Field(ge=0)
+    input_per_million: float = Field(
+        ge=0,
+        description="The price of a million input tokens (everything sent to the model: "
+        "prompt, history, tool results), e.g. `0.15`; 0 for a model that costs nothing.",
+    )
+    output_per_million: float = Field(
+        ge=0,
+        description="The price of a million output tokens (what the model writes), e.g. `0.60`.",
+    )
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """What this many tokens cost, in the configured currency."""
@@ -28,12 +35,37 @@ class TokenPrice(Section):
 
 
 class UsageConfig(Section):
-    """Daily and monthly token caps (0: none), and the price table."""
+    """Token budgets for the whole installation, and the prices that turn tokens into cost."""
 
-    daily_tokens: int = Field(default=0, ge=0)
-    monthly_tokens: int = Field(default=0, ge=0)
-    currency: str = Field(default="USD", min_length=1, max_length=8)
-    prices: dict[str, TokenPrice] = Field(default_factory=dict)
+    daily_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Model tokens (in and out) the whole installation may use per day: every "
+        "person, scheduled jobs and the heartbeat; the day starts at midnight in `[general] "
+        "timezone`. Once used up, new turns are not sent to the model and the chat is told "
+        "which budget ran out and when it resets. 0: no budget.",
+    )
+    monthly_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="The same budget per calendar month, from the 1st at midnight in "
+        "`[general] timezone`. 0: no budget.",
+    )
+    currency: str = Field(
+        default="USD",
+        min_length=1,
+        max_length=8,
+        description="The label put on costs (`pinclaw usage`, the usage footer); the prices "
+        "are in this currency. Only a label: nothing is converted.",
+    )
+    prices: dict[str, TokenPrice] = Field(
+        default_factory=dict,
+        description='Prices per million tokens, one table per model: `[usage.prices."KIND:MODEL"]` '
+        '(the provider label as the logs show it, e.g. `"openai:gpt-4o-mini"`, quoted because '
+        'of the colon) or the bare model name (`[usage.prices."llama3.2"]`); the label wins. A '
+        "model without a price is recorded without a cost. A price applies to calls made "
+        "after it is set.",
+    )
 
     @field_validator("prices")
     @classmethod

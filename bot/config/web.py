@@ -15,26 +15,67 @@ _ADDRESS = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\s\[\]]+)):(?
 
 
 class WebConfig(Section):
-    """Where the daemon listens for ``/healthz``, ``/metrics``, ``pinclaw status`` and
+    """Where the daemon listens for `/healthz`, `/metrics`, `pinclaw status` and
     the web panel.
 
-    ``listen = "off"`` turns the endpoint off. Any address other than loopback
-    needs a ``token``, which every request to the three API paths must then send
-    as ``Authorization: Bearer TOKEN`` (with a token set, loopback requests need
-    it too), and, while the panel is on, TLS: ``tls_cert`` and ``tls_key``, or
-    ``behind_proxy`` for a reverse proxy that speaks HTTPS.
+    `listen = "off"` turns the endpoint off. Any address other than loopback
+    needs a `token`, which every request to the three API paths must then send
+    as `Authorization: Bearer TOKEN` (with a token set, loopback requests need
+    it too), and, while the panel is on, TLS: `tls_cert` and `tls_key`, or
+    `behind_proxy` for a reverse proxy that speaks HTTPS.
     """
 
-    listen: str = DEFAULT_LISTEN
-    token: SecretStr | None = Field(default=None, validate_default=True)
-    health_grace_s: float = Field(default=120.0, ge=0)
-    # The web panel: served on the same address; off the loopback only over TLS,
-    # ours (tls_cert/tls_key) or a reverse proxy's (behind_proxy).
-    panel: bool = True
-    behind_proxy: bool = False
-    tls_cert: str | None = None
-    tls_key: str | None = Field(default=None, validate_default=True)
-    session_lifetime_s: float = Field(default=7 * 86400.0, gt=0)
+    listen: str = Field(
+        default=DEFAULT_LISTEN,
+        description="`HOST:PORT` where the daemon serves `/healthz`, `/metrics`, `/status` (what "
+        "`pinclaw status` reads), the web panel and webhook triggers, e.g. `0.0.0.0:8765` for "
+        "the whole network. `off` turns all of it off. If the port is taken, the daemon logs "
+        "it and runs without them.",
+    )
+    token: SecretStr | None = Field(
+        default=None,
+        validate_default=True,
+        description="Once set, every request to `/healthz`, `/metrics` and `/status` must send "
+        "`Authorization: Bearer TOKEN` (loopback ones too; `pinclaw status` reads it from "
+        "here). Required when `listen` is not a loopback address; not set: only requests "
+        "addressed to a loopback name are answered. Wrong tokens are not rate limited: make "
+        "it long and random (`openssl rand -hex 32`). The panel has its own login.",
+    )
+    health_grace_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="Seconds a chat channel may be down (reconnecting) before `/healthz` answers "
+        "503 and `pinclaw status` reports it down too long.",
+    )
+    panel: bool = Field(
+        default=True,
+        description="Serve the web panel at `/` on the same address (log in with "
+        "`pinclaw web token`). Off the loopback it needs TLS: `tls_cert` and `tls_key`, or "
+        "`behind_proxy`. `false`: only `/healthz`, `/metrics` and `/status`.",
+    )
+    behind_proxy: bool = Field(
+        default=False,
+        description="Set when a reverse proxy that speaks HTTPS (nginx, Caddy) is in front: the "
+        "panel's cookie is then sent over HTTPS only, the login limit counts the last address "
+        "in `X-Forwarded-For`, and any host name is served.",
+    )
+    tls_cert: str | None = Field(
+        default=None,
+        description="The certificate (PEM file) for serving HTTPS, e.g. `/etc/pinclaw/cert.pem`; "
+        "set together with `tls_key`. Not set: plain HTTP, which off the loopback needs "
+        "`behind_proxy` or `panel = false`.",
+    )
+    tls_key: str | None = Field(
+        default=None,
+        validate_default=True,
+        description="The private key (PEM file) of `tls_cert`, e.g. `/etc/pinclaw/key.pem`.",
+    )
+    session_lifetime_s: float = Field(
+        default=7 * 86400.0,
+        gt=0,
+        description="How long a web panel login lasts, in seconds. "
+        "`pinclaw web token --rotate` ends every login at once.",
+    )
 
     _empty_token_is_none = field_validator("token", mode="before")(empty_is_none)
 

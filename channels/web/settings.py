@@ -25,13 +25,35 @@ _NOT_HERE = (
 
 
 class WebChatSettings(ChannelSettings):
-    """The web chat: how much of the conversation the page shows, and streaming."""
+    """The Chat page of the web panel as a chat channel, with the same inbox, approval buttons
+    and streamed replies as the others; its only user is the owner, logged in to the panel.
 
-    # Messages the chat page shows when it opens (older ones stay in the history).
-    history_limit: int = Field(default=50, ge=1, le=1000)
-    allowed_users: list[str] = Field(default_factory=lambda: [OWNER_ID])
-    owner: str | None = OWNER_ID
-    pairing: bool = False
+    It needs the panel (``[web] listen`` not "off"). The access keys of the other
+    channels are refused here.
+    """
+
+    refused_keys = _NOT_HERE
+
+    history_limit: int = Field(
+        default=50,
+        ge=1,
+        le=1000,
+        description=(
+            "How many messages the chat page shows when it opens; older ones stay in the history."
+        ),
+    )
+    allowed_users: list[str] = Field(
+        default_factory=lambda: [OWNER_ID],
+        description="Not set here: the web chat's only user is the owner, logged in to the panel.",
+    )
+    owner: str | None = Field(
+        default=OWNER_ID,
+        description="Not set here: the owner is whoever is logged in to the panel.",
+    )
+    pairing: bool = Field(
+        default=False,
+        description="Not set here: nobody pairs with the web chat; the panel's login decides.",
+    )
 
     @model_validator(mode="before")
     @classmethod
