@@ -76,6 +76,7 @@ ARGS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("service", "uninstall"): ("--user", "--unit-dir", "{home}/units"),
     ("service", "status"): ("--user", "--unit-dir", "{home}/units"),
     ("completion",): ("bash",),
+    ("config", "explain"): ("security",),
 }  # fmt: skip
 """Arguments for the commands that need some; the others run bare."""
 

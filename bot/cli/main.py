@@ -300,6 +300,15 @@ def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentPa
         help="also fail on ${VARS} not set here (default: a note naming them)",
     )
     check.set_defaults(handler=_config_check)
+    reference = config_sub.add_parser(
+        "reference", parents=[common], help="print the configuration reference (Markdown)"
+    )
+    reference.set_defaults(handler=_config_reference)
+    explain = config_sub.add_parser(
+        "explain", parents=[common], help="what a config key does: type, default, limits"
+    )
+    explain.add_argument("key", nargs="+", metavar="KEY", help="e.g. home_assistant.allow")
+    explain.set_defaults(handler=_config_explain)
 
 
 def _default_level(command: str) -> str:
@@ -429,6 +438,18 @@ def _config_check(args: argparse.Namespace) -> int:
     if unset:
         print(_unset_note(unset, loaded.path))
     return 0
+
+
+def _config_reference(args: argparse.Namespace) -> int:
+    from bot.cli.config_reference import print_reference
+
+    return print_reference(args)
+
+
+def _config_explain(args: argparse.Namespace) -> int:
+    from bot.cli.config_reference import print_explanation
+
+    return print_explanation(args)
 
 
 def _unset_note(unset: Sequence[UnsetVariable], path: Path) -> str:
