@@ -38,7 +38,7 @@ class PanelRouter:
     @property
     def app(self) -> web.Application:
         """The application, for a page that keeps a long-lived part on it (``app[KEY]``,
-        stopped through ``app.on_cleanup``); only while the pages are added."""
+        stopped through the application's ``on_cleanup``); only while the pages are added."""
         return self._app
 
     def get(self, path: str, handler: Handler, *, public: bool = False) -> None:

@@ -11,13 +11,12 @@ Inbound messages go into the inbox before anything else is done with them; the
 gateway has no acknowledgement, so RESUME replays and duplicate dispatches reach
 the inbox again and the core drops them by message id (the snowflake).
 
-The client itself (intents, caches, endpoints) is in ``discord_client.py``;
-messages are normalised in ``discord_events.py``, slash commands live in
-``discord_commands.py``, outbound pieces and error classes in
-``discord_send.py``, approval requests in ``discord_approvals.py`` and button
-presses in ``discord_presses.py``; a reply is shown as it is written in a message
-edited about once a second (``draft.py``). One Discord channel per process is
-supported.
+The client itself (intents, caches, endpoints) is in ``client.py``; messages
+are normalised in ``events.py``, slash commands live in ``commands.py``,
+outbound pieces and error classes in ``send.py``, approval requests in
+``approvals.py`` and button presses in ``presses.py``; a reply is shown as it is
+written in a message edited about once a second (``draft.py``). One Discord
+channel per process is supported.
 """
 
 from __future__ import annotations

@@ -3,20 +3,20 @@
 Receiving: every event is stored with ``inbox.put`` before Slack gets its ack
 (bolt runs with ``process_before_response=True``, so the ack is the listener's
 return). If ``put`` raises (PinClaw is stopping) the event is not acked and Slack
-delivers it again later. Ids, threads and mentions: see ``slack_events``.
+delivers it again later. Ids, threads and mentions: see ``events.py``.
 
 Sending: replies are rendered as mrkdwn, cut into pieces of at most 3,000
-characters (``slack_format``), paced to one message per ``send_interval_s`` per
-conversation and retried as ``slack_delivery`` classifies the errors. In channels
+characters (``format.py``), paced to one message per ``send_interval_s`` per
+conversation and retried as ``send.classify`` sorts the errors. In channels
 the bot answers in the message's thread. Buttons go on the last piece as Block
 Kit. Replies to a slash command go to its ``response_url``, seen only by the
 person who ran it; when that link is gone (expired, or PinClaw restarted) they
 are posted as an ephemeral message to that person instead.
 
 Approvals: the channel is an ``ApprovalSurface``; posting and closing requests
-is ``slack_approvals``. Button presses are acknowledged at once and handed to
+is ``approvals.py``. Button presses are acknowledged at once and handed to
 ``inbox.press`` in the background; the answer is shown to the presser alone
-(``slack_presses``).
+(``presses.py``).
 
 Streaming: a reply is shown as it is written, in a message edited about once a
 second (``draft.py``); ``stream = false`` sends it whole at the end.

@@ -1,16 +1,17 @@
 """The Telegram channel: python-telegram-bot's ``Bot`` over our own polling loop or a webhook.
 
 ``run`` checks the token (getMe), registers the chat commands when Telegram's
-list differs, then receives updates by long polling (``telegram_polling``) or
-by webhook (``telegram_webhook``), normalises them (``telegram_updates``) and
-puts them into the inbox before Telegram is told they arrived. ``send`` renders
-Telegram HTML, splits, paces and retries (``telegram_send``); ``text_sink``
-shows a reply as it is written, in a message edited about once a second
-(``draft.py``); ``typing`` keeps "typing…" visible once a reply takes longer than
-``TYPING_AFTER_S``; ``fetch`` downloads attachments up to Telegram's 20 MB.
+list differs, then receives updates by long polling (``polling.py``) or by
+webhook (``webhook.py``), reads and normalises them (``reading.py``,
+``events.py``) and puts them into the inbox before Telegram is told they
+arrived. ``send`` renders Telegram HTML, splits, paces and retries
+(``send.py``); ``text_sink`` shows a reply as it is written, in a message
+edited about once a second (``draft.py``); ``typing`` keeps "typing…" visible
+once a reply takes longer than ``TYPING_AFTER_S``; ``fetch`` downloads
+attachments up to Telegram's 20 MB.
 As an ``ApprovalSurface`` it posts approval requests with inline buttons and
 edits them into their record; taps on those buttons (callback queries) go to
-``inbox.press`` through ``telegram_presses``, never through the inbound store.
+``inbox.press`` through ``presses.py``, never through the inbound store.
 When polling stalls or the connection keeps failing, ``run`` raises and the
 supervisor starts it again with fresh HTTP clients.
 """

@@ -1,6 +1,6 @@
 """Delivering replies to Telegram: split, paced, retried, and never dropped over markup.
 
-A reply is cut into pieces that fit one message (``telegram_format``); the first
+A reply is cut into pieces that fit one message (``format.py``); the first
 piece answers the person's message, the last carries the buttons. Each piece is
 sent as HTML; if Telegram refuses the markup ("can't parse entities"), that
 piece is sent again as its markdown source in plain text, so no text is lost.
