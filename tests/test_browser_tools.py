@@ -263,12 +263,16 @@ async def test_a_screenshot_reaches_telegram_as_a_photo_of_the_page_size(
 def main_process(pids: set[int]) -> int:
     """The browser process of a tree: the one alive whose parent is not in it."""
     live = {pid for pid in pids if alive(pid)}
-    (root,) = {pid for pid in live if _parent(pid) not in live}
+    (root,) = {pid for pid in live if _parent(pid) not in live and alive(pid)}
     return root
 
 
 def _parent(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    """The parent of ``pid``; 0 once it has exited (a renderer may end meanwhile)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return 0
     return int(stat[stat.rfind(b")") + 2 :].split()[1])
 
 
