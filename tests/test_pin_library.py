@@ -1,10 +1,11 @@
-"""The GPIO pin library: pyproject's lgpio marker, the install hint and README in step.
+"""The GPIO pin library: pyproject's lgpio marker, the install hint and the docs in step.
 
 The marker decides where ``pip install .`` brings lgpio; ``lgpio_comes_with_install``
-is what the error hints rely on, and the hints name README's install path. The
-reports run the real ``pinclaw hardware`` and the doctor's check on this (x86)
-machine: once as it is (no pin library), once with a stand-in ``lgpio`` package
-on the path, as on the arm64 smoke's emulated board, which has no GPIO chip.
+is what the error hints rely on, and the hints name the install path that
+docs/raspberry-pi.md gives. The reports run the real ``pinclaw hardware`` and the
+doctor's check on this (x86) machine: once as it is (no pin library), once with a
+stand-in ``lgpio`` package on the path, as on the arm64 smoke's emulated board,
+which has no GPIO chip.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def test_the_version_range_skips_the_empty_placeholder_release() -> None:
     assert "0.2.2.0" in specifier  # the release with aarch64 wheels
 
 
-def test_each_hint_is_the_path_readme_gives() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_each_hint_is_the_path_the_raspberry_pi_page_gives() -> None:
+    readme = (ROOT / "docs" / "raspberry-pi.md").read_text()
     pi64 = install_hint(Platform("linux", "aarch64", (3, 11)))
     assert pi64 == pin_library.REINSTALL
     assert ".venv/bin/pip install ." in pi64

@@ -1,6 +1,6 @@
 """Shell completion for bash, zsh and fish, through argcomplete.
 
-``pinclaw completion SHELL`` prints the script to load (see README); the shell
+``pinclaw completion SHELL`` prints the script to load (see docs/reference/commands.md); the shell
 then runs ``pinclaw`` with ``_ARGCOMPLETE`` set, and ``complete`` answers from
 the same argparse parser the command uses, so completion never drifts from the
 real options. argcomplete is imported only in those two cases.

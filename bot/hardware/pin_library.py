@@ -5,7 +5,7 @@ it tries lgpio, RPi.GPIO and pigpio in that order, then its own "native" code
 (which needs ``/dev/gpiomem``). PinClaw's install brings lgpio where PyPI has a
 wheel for it: 64-bit ARM Linux with Python below 3.13. ``lgpio_comes_with_install``
 says the same as the environment marker on pyproject's ``lgpio`` line (a test
-keeps the two in step), and ``install_hint`` gives the path README gives for
+keeps the two in step), and ``install_hint`` gives the path docs/raspberry-pi.md gives for
 every other machine. Nothing here imports a pin library: it only looks.
 """
 
@@ -57,7 +57,7 @@ def lgpio_comes_with_install(where: Platform) -> bool:
 
 
 def install_hint(where: Platform | None = None) -> str:
-    """How to get a pin library on this machine, as README's Raspberry Pi section says."""
+    """How to get a pin library on this machine, as docs/raspberry-pi.md says."""
     where = where or Platform.here()
     if lgpio_comes_with_install(where):
         return REINSTALL
