@@ -5,7 +5,7 @@ page and ``pinclaw config explain`` are made from it. These tests count its keys
 against a walk of the models' JSON schemas, render the page the way MkDocs does,
 hold the committed page to what the command prints now, check
 ``pinclaw.example.toml`` (its tables, its keys and its commented-out keys) against
-the same models, and run the installed ``pinclaw config explain``.
+the same models. The explain command is tested in ``tests/test_config_explain.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import markdown  # type: ignore[import-untyped]  # no stubs; Python-Markdown, as
 import pytest
 from pydantic import ValidationError
 
-from bot.cli.config_reference import explain, page
+from bot.cli.config_reference import page
 from bot.config import parse_config
 from bot.config.reference import (
     Entry,
@@ -34,7 +34,6 @@ from bot.config.reference import (
     toml_value,
 )
 from bot.core.channel_registry import CHANNELS, settings_model
-from bot.core.errors import UsageError
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -294,65 +293,3 @@ def test_every_commented_out_key_of_the_example_is_a_key_of_the_models(
                 unknown.append(f"line {number}: [{'.'.join(table)}] {key[1]}")
     assert unknown == []
     assert len(named) > 100  # the commented keys were found: channels, triggers, devices...
-
-
-# -- pinclaw config explain --------------------------------------------------------------
-
-
-def test_explain_prints_a_keys_type_default_and_description(home: Path, every: list[Table]) -> None:
-    nowhere = {"PINCLAW_CONFIG": str(home / "no-such-config.toml")}  # needs no config file
-    done = run(home, "config", "explain", "home_assistant.allow", env=nowhere)
-    assert (done.returncode, done.stderr) == (0, "")
-    lines = done.stdout.splitlines()
-    assert lines[:3] == ["[home_assistant] allow", "Type:     list of strings", "Default:  []"]
-    entry = find("home_assistant.allow", every)
-    assert isinstance(entry, Entry) and entry.description
-    assert entry.description.replace("`", "") in " ".join(done.stdout.split())
-    assert all(len(line) <= 80 for line in lines)
-    assert lines[-1] == "More: docs/reference/configuration.md#home_assistant-allow"
-    assert "{#home_assistant-allow}" in PAGE.read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize(
-    ("key", "first"),
-    [
-        (["[channels.telegram] allowed_users"], "[channels.telegram] allowed_users"),
-        (["channels", "telegram", "allowed_users"], "[channels.telegram] allowed_users"),
-        (["browser.profiles.work.hosts"], "[browser.profiles.NAME] hosts"),
-        (["TRIGGERS.ON"], "[[triggers]] on"),
-        (['usage.prices."llama3.2".input_per_million'], "[usage.prices.NAME] input_per_million"),
-    ],
-)
-def test_explain_takes_a_key_written_any_way(
-    key: list[str], first: str, every: list[Table]
-) -> None:
-    assert explain(" ".join(key), every).splitlines()[0] == first
-
-
-def test_explain_of_a_table_lists_its_keys_and_the_cli_says_the_same(
-    home: Path, every: list[Table]
-) -> None:
-    done = run(home, "config", "explain", "[home_assistant]")
-    assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == explain("home_assistant", every) + "\n"
-    keys = done.stdout.split("Keys:\n")[1].split("\n\n")[0].splitlines()
-    assert [line.split()[0] for line in keys] == ["url", "token", "allow", "timeout_s"]
-    assert "allow      list of strings; default []" in done.stdout
-    slack = explain("[channels.slack]", every)
-    assert "  bot_token " in slack and "secret string; required" in slack
-    channels = explain("channels", every).splitlines()
-    assert channels[0] == "Tables under channels:"
-    assert [line.split()[0] for line in channels[1:] if line.startswith("  [")] == [
-        f"[channels.{n}]" for n in CHANNELS
-    ]
-    assert explain("browser.profiles", every).startswith("[browser.profiles.NAME]\n")
-
-
-def test_an_unknown_key_is_one_line_with_the_nearest_key_and_exit_code_2(home: Path) -> None:
-    done = run(home, "config", "explain", "home_assistant.alow")
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        "pinclaw: no config key 'home_assistant.alow'; did you mean [home_assistant] allow?\n"
-    )
-    with pytest.raises(UsageError, match="lists them"):
-        explain("zzzz.qqqq")

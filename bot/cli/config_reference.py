@@ -14,11 +14,21 @@ import re
 import sys
 import textwrap
 
-from bot.config.reference import Entry, Table, find, segments, tables, tables_under
+from bot.config.reference import (
+    PLACEHOLDER,
+    Entry,
+    Table,
+    find,
+    named_by,
+    segments,
+    tables,
+    tables_under,
+)
 from bot.core.errors import UsageError
 
 PAGE = "docs/reference/configuration.md"
 WIDTH = 80
+SHOWN = 60  # characters of an unknown key repeated in the error
 _CODE = re.compile(r"``(.+?)``|`([^`]+)`")
 _TOML_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
@@ -50,14 +60,22 @@ is an array of tables: write the header once for each trigger.
 
 
 def print_reference(args: argparse.Namespace) -> int:
-    """The whole reference page on stdout."""
-    sys.stdout.write(page())
+    """The whole reference page on stdout, as UTF-8 whatever the terminal's encoding:
+    it is the page's file (``pinclaw config reference > docs/...``)."""
+    text = page()
+    raw = getattr(sys.stdout, "buffer", None)
+    if raw is None:  # a stream without bytes underneath: it takes text
+        sys.stdout.write(text)
+    else:
+        sys.stdout.flush()
+        raw.write(text.encode("utf-8"))
     return 0
 
 
 def print_explanation(args: argparse.Namespace) -> int:
-    """One key's or table's entry on stdout; an unknown key is a usage error."""
-    print(explain(" ".join(args.key)))
+    """The entry of the key the words name, or of each key named; an unknown key is a
+    usage error."""
+    print(explain_all(args.key))
     return 0
 
 
@@ -126,10 +144,25 @@ def _escape(text: str) -> str:
 # -- one entry, as plain text --------------------------------------------------------
 
 
+def explain_all(words: list[str], every: list[Table] | None = None) -> str:
+    """The words as one key (``channels telegram token``), else each word as a key of its
+    own (``provider.kind web.listen``), their entries one after another."""
+    known = tables() if every is None else every
+    try:
+        return explain(" ".join(words), known)
+    except UsageError as joined:
+        if len(words) < 2:
+            raise
+        try:
+            return "\n\n".join(explain(word, known) for word in words)
+        except UsageError:
+            raise joined from None
+
+
 def explain(text: str, every: list[Table] | None = None) -> str:
     """The plain-text entry of the key or table ``text`` names (``UsageError`` if none)."""
     known = tables() if every is None else every
-    if not segments(text):
+    if not any(segments(text)):
         raise UsageError("name a config key, like home_assistant.allow or [channels.telegram]")
     found = find(text, known)
     if isinstance(found, Entry):
@@ -140,22 +173,61 @@ def explain(text: str, every: list[Table] | None = None) -> str:
     if len(under) == 1:
         return _plain_table(under[0], known)
     if under:
-        rows = [_row(t.name, _plain(t.description.split("\n\n")[0]), under) for t in under]
-        return "\n".join([f"Tables under {'.'.join(segments(text))}:", *rows])
+        return _listed(f"Tables under {_above(under[0], text)}:", under)
+    named = named_by(text, known)
+    keys = [item for item in named if isinstance(item, Entry)]
+    if keys and len({(e.kind, e.default, e.limits, e.description) for e in keys}) == 1:
+        inside = ", ".join(e.table for e in keys)
+        return _plain_entry(keys[0], _as_written(keys[0], text), f"The same key in {inside}.")
+    if named:
+        return _listed(f"{_as_written(named[0], text)} is one of:", named)
     raise UsageError(_unknown(text, known))
 
 
-def _plain_entry(entry: Entry) -> str:
+def _above(table: Table, text: str) -> str:
+    """The part of ``table``'s path that ``text`` named: ``agents`` of ``agents.NAME``.
+    Made from the models' names, so nothing typed is echoed."""
+    return ".".join(table.path.split(".")[: len(segments(text))])
+
+
+def _as_written(item: Entry | Table, text: str) -> str:
+    """``item``'s name with ``NAME`` where ``text`` wrote it: ``[channels.NAME] token``."""
+    path = item.path.split(".")
+    for at, part in enumerate(segments(text)):
+        if part == PLACEHOLDER.lower() and at < len(path):
+            path[at] = PLACEHOLDER
+    many = item.name.startswith("[[")
+    table = ".".join(path[:-1] if isinstance(item, Entry) else path)
+    name = f"[[{table}]]" if many else f"[{table}]"
+    return f"{name} {path[-1]}" if isinstance(item, Entry) else name
+
+
+def _listed(title: str, items: list[Table] | list[Entry | Table]) -> str:
+    """A line per table or key, with its first sentence or its type and default."""
+    names = [item.name for item in items]
+    width = max(len(name) for name in names)
+    rows = []
+    for name, item in zip(names, items, strict=True):
+        text = _plain(item.description.split("\n\n")[0])
+        if isinstance(item, Entry):
+            text = f"{item.kind}; {_said(item.default)}"
+        rows.append(_fill(text, f"  {name:<{width}}  ", " " * (width + 4)))
+    return "\n".join([title, *rows])
+
+
+def _plain_entry(entry: Entry, name: str = "", note: str = "") -> str:
     fields = [("Type", entry.kind), ("Default", entry.default)]
     if entry.limits:
         fields.append(("Limits", ", ".join(entry.limits)))
     if entry.only_for:
         fields.append(("Only for", f"{' and '.join(entry.only_for)} triggers"))
-    lines = [entry.name]
+    lines = [name or entry.name]
     for label, value in fields:
         lines.append(_fill(value, f"{label + ':':<10}", " " * 10))
     if entry.description:
         lines += ["", _fill(_plain(entry.description))]
+    if note:
+        lines += ["", _fill(note)]
     lines += ["", f"More: {PAGE}#{entry.anchor}"]
     return "\n".join(lines)
 
@@ -167,8 +239,7 @@ def _plain_table(table: Table, every: list[Table]) -> str:
         width = max(len(e.key) for e in table.entries)
         lines += ["", "Keys:"]
         for entry in table.entries:
-            default = textwrap.shorten(entry.default, 40, placeholder=" …")
-            said = default if default == "required" else f"default {default}"
+            said = _said(entry.default)
             lines.append(
                 _fill(f"{entry.kind}; {said}", f"  {entry.key:<{width}}  ", " " * (width + 4))
             )
@@ -179,18 +250,32 @@ def _plain_table(table: Table, every: list[Table]) -> str:
     return "\n".join(lines)
 
 
-def _row(name: str, text: str, under: list[Table]) -> str:
-    width = max(len(t.name) for t in under)
-    return _fill(text, f"  {name:<{width}}  ", " " * (width + 4))
+def _said(default: str) -> str:
+    short = textwrap.shorten(default, 40, placeholder=" …")
+    return short if short == "required" else f"default {short}"
 
 
 def _unknown(text: str, every: list[Table]) -> str:
-    """The one line for a key that does not exist, with the nearest one."""
+    """The one line for a key that does not exist, with the nearest one. What was typed
+    is shown shortened and escaped (repr), so no control character reaches the terminal."""
+    shown = text.strip()
+    shown = shown if len(shown) <= SHOWN else shown[: SHOWN - 1] + "…"
+    key, _, value = text.partition("=")
+    meant = find(key, every) or next(iter(tables_under(key, every)), None)
+    if value and meant is not None:
+        plain = meant.path if isinstance(meant, Entry) else _above(meant, key)
+        return (
+            f"no config key {shown!r}: name the key without a value, "
+            f"as in `pinclaw config explain {plain}`"
+        )
     names = {t.path.lower(): t.name for t in every}
     names |= {e.path.lower(): e.name for t in every for e in t.entries}
-    close = difflib.get_close_matches(".".join(segments(text)), names, n=1, cutoff=0.6)
+    asked = ".".join(segments(text))
+    close = difflib.get_close_matches(asked, names, n=1, cutoff=0.6)
+    if not close and len(asked) >= 3:  # a beginning: "home" for [home_assistant]
+        close = sorted((p for p in names if p.startswith(asked)), key=len)[:1]
     hint = f"did you mean {names[close[0]]}?" if close else "`pinclaw config reference` lists them"
-    return f"no config key {text.strip()!r}; {hint}"
+    return f"no config key {shown!r}; {hint}"
 
 
 def _plain(text: str) -> str:

@@ -42,6 +42,7 @@ a command that signal ended (``git log | head``)."""
 def entry() -> int:
     """The ``pinclaw`` console script: ``main``, and out promptly, whatever was left running."""
     pause_collector()  # until the command is up: see bot.cli.startup
+    _usable_streams()
     code: int | str | None = None
     try:
         try:
@@ -54,6 +55,19 @@ def entry() -> int:
         code = code if isinstance(code, int) and code != 0 else READER_GONE
     _quiet_broken_pipes()  # stderr's reader may have gone too, while stdout's stayed
     return _leave_promptly(_exit_code(code))
+
+
+def _usable_streams() -> None:
+    """A stream the shell closed (``pinclaw status >&-``) is None in Python: it gets
+    /dev/null, so what would be written there is dropped instead of failing. What the
+    terminal's encoding cannot show (``≥`` under ``PYTHONIOENCODING=ascii``) is written
+    as an escape, as Python does on stderr, instead of ending the command."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+        elif hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _quiet_broken_pipes() -> None:

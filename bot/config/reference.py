@@ -285,6 +285,26 @@ def _matches(wanted: list[str], path: list[str]) -> int | None:
     return filled
 
 
+def named_by(text: str, every: list[Table]) -> list[Entry | Table]:
+    """Every key or table ``text`` names when a table's name in it is written ``NAME``
+    (as the docs write ``[channels.NAME] allowed_users``): each channel's key."""
+    parts = [part.strip('"') for part in _SEGMENT.findall(text)]
+    wild = [part == PLACEHOLDER for part in parts]
+    if not any(wild):
+        return []
+    found: list[Entry | Table] = []
+    for table in every:
+        items: list[Entry | Table] = [table, *table.entries]
+        for item in items:
+            path = item.path.split(".")
+            if len(path) != len(parts) or (isinstance(item, Entry) and wild[-1]):
+                continue  # NAME stands for a table's name, never for a key's
+            pairs = zip(wild, parts, path, strict=True)
+            if all(w or p == PLACEHOLDER or p.lower() == a.lower() for w, a, p in pairs):
+                found.append(item)
+    return found
+
+
 def tables_under(text: str, every: list[Table]) -> list[Table]:
     """The tables inside the one ``text`` names (``channels``: each channel's table)."""
     wanted = segments(text)
