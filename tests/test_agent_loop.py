@@ -22,7 +22,8 @@ from bot.agent.history import HistoryStore
 from bot.agent.loop import Agent, ModelSettings
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolRegistry
-from bot.config import AgentConfig, ProviderConfig
+from bot.config.general import AgentConfig
+from bot.config.provider import ProviderConfig
 from bot.core.errors import ProviderUnavailable, ToolError
 from bot.core.messages import InboundMessage
 from bot.core.tool_api import Tool, ToolContext, tool

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bot.config import Config, ConfigMissing, ProviderConfig, load_config, parse_config
+from bot.config import Config, ConfigMissing, load_config, parse_config
 from bot.config.env_refs import UnsetVariable
+from bot.config.provider import ProviderConfig
 from bot.config.security import DEFAULT_FORBIDDEN_PATHS
 from bot.core.channel_registry import CHANNELS, settings_model
 from bot.core.errors import ConfigError

@@ -13,8 +13,9 @@ import pytest
 from pydantic import SecretStr
 
 from bot.agent.history_trim import IMAGE_TOKENS, estimate_tokens
-from bot.config import ProviderSpec, parse_config
+from bot.config import parse_config
 from bot.config.media import MediaConfig, TranscriptionConfig, guess_vision
+from bot.config.provider import ProviderSpec
 from bot.core.channel import DeliveryError
 from bot.core.conversation import BLIND_NOTE, ChatMessage, CompletionRequest, ImagePart
 from bot.core.messages import Attachment, InboundMessage

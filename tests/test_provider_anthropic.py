@@ -10,7 +10,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from bot.config import ProviderSpec
+from bot.config.provider import ProviderSpec
 from bot.core.conversation import ChatMessage, CompletionRequest, ToolCall
 from bot.core.errors import (
     ProviderAuthError,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.config import ProviderSpec
+from bot.config.provider import ProviderSpec
 from bot.core.conversation import ChatMessage, CompletionRequest, ToolCall
 from bot.core.errors import (
     ProviderAuthError,

@@ -26,8 +26,9 @@ from typing import Any, TextIO
 import pytest
 
 from bot.agent.progress import describe_call, describe_calls
-from bot.config import AgentConfig, parse_config
+from bot.config import parse_config
 from bot.config.channel import ChannelSettings
+from bot.config.general import AgentConfig
 from bot.core.chat_commands import UNKNOWN, parse_command
 from bot.core.conversation import ToolCall
 from bot.core.draft import INTERVAL_S, STATUS_MARK

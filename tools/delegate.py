@@ -21,7 +21,7 @@ from pydantic import Field
 from bot.agent.history import HistoryStore
 from bot.agent.loop import Agent
 from bot.agent.tool_registry import ToolExecutor
-from bot.config import SubAgentConfig
+from bot.config.provider import SubAgentConfig
 from bot.core.conversation import ToolCall, ToolSpec
 from bot.core.errors import Refused, ToolError
 from bot.core.messages import InboundMessage, SessionKey

@@ -25,7 +25,7 @@ from bot.agent.progress import ProgressLine, ProgressSink, Redact
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor
 from bot.agent.usage_meter import UsageMeter
-from bot.config import AgentConfig
+from bot.config.general import AgentConfig
 from bot.core.conversation import ChatMessage, Completion, ImagePart, TextSink, ToolCall, Usage
 from bot.core.messages import InboundMessage, SessionKey, without_surrogates
 from bot.core.metrics import count_model_call, count_turn

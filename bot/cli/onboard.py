@@ -21,7 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from bot.config import DEFAULT_BASE_URLS, Config, key_env_name, parse_config
+from bot.config import Config, key_env_name, parse_config
+from bot.config.provider import DEFAULT_BASE_URLS
 from bot.core.conversation import ChatMessage, CompletionRequest
 from bot.core.errors import ConfigError, ProviderError, UserError
 from bot.providers import build_provider

@@ -24,7 +24,8 @@ from bot.agent.loop import Agent, ModelSettings
 from bot.agent.prompt import PromptBuilder
 from bot.agent.tool_registry import ToolExecutor, ToolRegistry, build_registry
 from bot.agent.usage_meter import UsageMeter
-from bot.config import LoadedConfig, SubAgentConfig
+from bot.config import LoadedConfig
+from bot.config.provider import SubAgentConfig
 from bot.core.tls import pending_ssl_context, shared_ssl_context
 from bot.memory.service import MemoryService
 from bot.memory.setup import open_memory

@@ -26,7 +26,8 @@ import httpx
 
 from bot.agent.loop import ModelSettings
 from bot.approvals.approvers import Approvers
-from bot.config import Config, ProviderSpec
+from bot.config import Config
+from bot.config.provider import ProviderSpec
 from bot.core.messages import InboundMessage, SessionKey, one_line
 from bot.providers import Provider, build_provider
 from bot.store.kv import KeyValueStore

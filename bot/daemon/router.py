@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from bot.agent.loop import Agent, TurnResult
 from bot.agent.prompt import describe_chat
 from bot.approvals.service import ApprovalService
-from bot.config import DaemonConfig
+from bot.config.general import DaemonConfig
 from bot.core.channel import (
     ButtonPress,
     Channel,

@@ -6,7 +6,7 @@ import importlib
 
 import httpx
 
-from bot.config import ProviderConfig, ProviderSpec
+from bot.config.provider import ProviderConfig, ProviderSpec
 from bot.providers.base import Provider
 from bot.providers.fallback import FallbackProvider
 from bot.providers.http import ProviderHttp, RetryPolicy

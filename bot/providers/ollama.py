@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from bot.config import ProviderSpec
+from bot.config.provider import ProviderSpec
 from bot.core.conversation import ChatMessage, Completion, CompletionRequest, TextSink, ToolCall
 from bot.core.errors import ProviderResponseError
 from bot.providers.http import ProviderHttp, iter_ndjson

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from bot.config import ProviderSpec
+from bot.config.provider import ProviderSpec
 from bot.core.conversation import (
     CONTENT_FILTER,
     END_TURN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from bot.config import ProviderSpec
+from bot.config.provider import ProviderSpec
 from bot.core.conversation import (
     BLIND_NOTE,
     MAX_TOKENS,

@@ -10,7 +10,8 @@ import httpx
 from pydantic import BaseModel
 
 from bot.cli.doctor.findings import Finding
-from bot.config import Config, ProviderSpec
+from bot.config import Config
+from bot.config.provider import ProviderSpec
 from bot.config.web import WebConfig
 from bot.core.errors import (
     ProviderAuthError,
