@@ -31,7 +31,6 @@ from bot.core.errors import ConfigError, UsageError, UserError
 
 if TYPE_CHECKING:
     from bot.config import LoadedConfig
-    from bot.config.env_refs import UnsetVariable
 
 
 READER_GONE = 141
@@ -295,7 +294,9 @@ def _approvals_commands(
     approvals.set_defaults(handler=_approvals)
 
 
-def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def _audit_commands(
+    sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     audit = sub.add_parser("audit", parents=[common], help="the log of every tool call")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
     verify = audit_sub.add_parser("verify", parents=[common], help="check the log's hash chain")
@@ -304,25 +305,6 @@ def _files(sub: Subparsers[argparse.ArgumentParser], common: argparse.ArgumentPa
     show = audit_sub.add_parser("show", parents=[common], help="the latest entries, readably")
     show.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     show.set_defaults(handler=_audit)
-    config = sub.add_parser("config", parents=[common], help="work with the config file")
-    config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
-    check = config_sub.add_parser("check", parents=[common], help="validate a config file")
-    check.add_argument("path", nargs="?", help="file to check (default: the config in use)")
-    check.add_argument(
-        "--strict",
-        action="store_true",
-        help="also fail on ${VARS} not set here (default: a note naming them)",
-    )
-    check.set_defaults(handler=_config_check)
-    reference = config_sub.add_parser(
-        "reference", parents=[common], help="print the configuration reference (Markdown)"
-    )
-    reference.set_defaults(handler=_config_reference)
-    explain = config_sub.add_parser(
-        "explain", parents=[common], help="what a config key does: type, default, limits"
-    )
-    explain.add_argument("key", nargs="+", metavar="KEY", help="e.g. home_assistant.allow")
-    explain.set_defaults(handler=_config_explain)
 
 
 def _default_level(command: str) -> str:
@@ -430,58 +412,6 @@ def _audit(args: argparse.Namespace) -> int:
     return show_audit(path, args.lines)
 
 
-def _config_check(args: argparse.Namespace) -> int:
-    """Check the file; a ``${VAR}`` not set here is a note (the file is right), unless
-    ``--strict``: the daemon's environment, not this shell's, is the one that counts."""
-    from bot.config import config_path, load_config
-
-    unset: list[UnsetVariable] = []
-    path = config_path(args.path or _config_arg(args))
-    try:
-        loaded = load_config(path, unset=None if args.strict else unset)
-    except ConfigError:
-        if unset:  # worth knowing too, before the mistakes are named
-            print(_unset_note(unset, path))
-        raise
-    config = loaded.config
-    fallbacks = len(config.provider.fallbacks)
-    print(
-        f"{loaded.path}: OK (provider {config.provider.label} at {config.provider.url}"
-        f"{f', {fallbacks} fallback(s)' if fallbacks else ''}; data in {loaded.data_dir})"
-    )
-    if unset:
-        print(_unset_note(unset, loaded.path))
-    return 0
-
-
-def _config_reference(args: argparse.Namespace) -> int:
-    from bot.cli.config_reference import print_reference
-
-    return print_reference(args)
-
-
-def _config_explain(args: argparse.Namespace) -> int:
-    from bot.cli.config_reference import print_explanation
-
-    return print_explanation(args)
-
-
-def _unset_note(unset: Sequence[UnsetVariable], path: Path) -> str:
-    """Which variables are not set here, the keys that use them, and where they come from."""
-    from bot.cli.service import ENV_FILE
-
-    keys: dict[str, list[str]] = {}
-    for variable in unset:
-        keys.setdefault(variable.name, []).append(variable.key)
-    named = ", ".join(f"{name} ({', '.join(where)})" for name, where in keys.items())
-    them = "it" if len(keys) == 1 else "them"
-    return (
-        f"Note: not set here: {named}. `pinclaw run` reads {them} from its environment; "
-        f"the service (`pinclaw service install`) from {path.absolute().parent / ENV_FILE}. "
-        "`pinclaw config check --strict` fails on this."
-    )
-
-
 # Every command in the order `pinclaw --help` lists them, with the function that adds
 # them: one above, or ``module:function`` in the module that runs them, imported only
 # when one of its commands runs or the whole list is wanted.
@@ -497,7 +427,8 @@ _COMMANDS: tuple[tuple[tuple[str, ...], Adder | str], ...] = (
     (("people",), "bot.cli.people:add_people_commands"),
     (("sessions",), "bot.cli.sessions:add_sessions_commands"),
     (("hardware",), "bot.cli.hardware:add_hardware_commands"),
-    (("audit", "config"), _files),
+    (("audit",), _audit_commands),
+    (("config",), "bot.cli.config_commands:add_config_commands"),
     (("db",), "bot.cli.db:add_db_commands"),
     (("service", "sandbox-exec"), "bot.cli.service:add_service_commands"),
     (("status",), "bot.cli.status:add_status_commands"),
