@@ -2,8 +2,10 @@
 
 Whatever is typed, the answer is the entry, the table, or one short printable line
 naming the nearest key (exit code 2); never a traceback, never typed control
-characters echoed raw. The reference itself is tested in test_config_reference.py.
+characters echoed raw. The reference itself is tested in ``tests/test_config_reference.py``.
 """
+
+from __future__ import annotations
 
 import os
 import subprocess
@@ -12,30 +14,11 @@ from pathlib import Path
 import pytest
 
 from bot.cli.config_reference import explain, explain_all
-from bot.config.reference import (
-    Entry,
-    Table,
-    find,
-    tables,
-)
+from bot.config.reference import Entry, Table, find, tables
 from bot.core.channel_registry import CHANNELS
 from bot.core.errors import UsageError
 from tests.cli_helpers import PINCLAW, run
-
-ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "reference" / "configuration.md"
-EXAMPLE = ROOT / "pinclaw.example.toml"
-REGENERATE = "pinclaw config reference > docs/reference/configuration.md"
-WEB_ONLY_OWNER = {  # ChannelSettings keys the web chat refuses: its one user is the owner
-    "allowed_users",
-    "allowed_groups",
-    "group_mode",
-    "keywords",
-    "pairing",
-    "owner",
-    "approvers",
-    "approvals_in_dm",
-}
+from tests.test_config_reference import PAGE
 
 
 @pytest.fixture(scope="module")
