@@ -23,7 +23,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from bot.config.base import made_default
-from bot.config.triggers import ONLY_FOR as TRIGGERONLY_FOR
+from bot.config.triggers import ONLY_FOR
 
 PLACEHOLDER = "NAME"
 """Stands for a name the file chooses: ``[agents.NAME]``, ``[browser.profiles.NAME]``."""
@@ -95,7 +95,8 @@ def _walk(model: type[BaseModel], path: str, many: bool, about: str, found: list
     name = f"[[{path}]]" if many else f"[{path}]"
     inner: list[tuple[type[BaseModel], str, bool, str]] = []
     keys: list[Entry] = []
-    refused = _refused(model) if path.startswith("channels.") else frozenset()
+    # Keys a channel's model has but refuses in a file (the web chat's access keys).
+    refused: tuple[str, ...] = getattr(model, "refused_keys", ())
     for field_name, field in model.model_fields.items():
         key = field.alias or field_name
         where = f"{path}.{key}" if path else key
@@ -106,7 +107,7 @@ def _walk(model: type[BaseModel], path: str, many: bool, about: str, found: list
             table, shape = held
             inner.append((table, where + shape, shape == "[]", field.description or ""))
         elif field_name not in refused:
-            only = TRIGGERONLY_FOR.get(key, ()) if path == "triggers" else ()
+            only = ONLY_FOR.get(key, ()) if path == "triggers" else ()
             keys.append(_entry(name, where, key, field, only))
     if path:
         text = "\n\n".join(part for part in (_summary(model), about.strip()) if part)
@@ -137,13 +138,6 @@ def _channel_models() -> list[tuple[str, type[BaseModel]]]:
     from bot.core.channel_registry import CHANNELS, settings_model
 
     return [(name, settings_model(name)) for name in CHANNELS]
-
-
-def _refused(model: type[BaseModel]) -> frozenset[str]:
-    """Keys a channel's model has but refuses when a file gives them (the web chat's
-    access keys: its only user is the panel's owner): they are no keys of the file."""
-    refused: tuple[str, ...] = getattr(model, "refused_keys", ())
-    return frozenset(refused)
 
 
 def _summary(model: type[BaseModel]) -> str:
