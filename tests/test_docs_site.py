@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.test_readme_links import nav_pages
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -51,14 +53,6 @@ def search_entries(build: Built) -> list[dict[str, Any]]:
     return entries
 
 
-def nav_pages() -> list[str]:
-    """The Markdown files mkdocs.yml's nav names (``- Title: page.md`` lines)."""
-    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    nav = text.split("\nnav:\n", 1)[1]
-    nav = re.split(r"\n(?=\S)", nav, maxsplit=1)[0]  # up to the next top-level key
-    return re.findall(r"^\s*-\s+[^:\n]+:\s+(\S+\.md)\s*$", nav, flags=re.MULTILINE)
-
-
 def test_the_site_builds_strictly(build: Built) -> None:
     run, site = build
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}\n{run.stderr}"
@@ -85,7 +79,7 @@ def test_search_finds_the_garage_switch_key_on_the_page(build: Built, page: str)
 
 
 def test_every_nav_page_exists_and_has_content() -> None:
-    pages = nav_pages()
+    pages = nav_pages((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     assert "tools-and-security.md" in pages and "reference/configuration.md" in pages, pages
     for page in pages:
         path = DOCS / page

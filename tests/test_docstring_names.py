@@ -66,8 +66,6 @@ class Read:
     """Every name defined or used and, outside tests/, every word of a string
     constant but a docstring (a config key, a dict key, a table in SQL); the tests'
     strings are left out, as they list old module names on purpose."""
-    fields: frozenset[str]
-    """The names given a type in a class body: a settings model's keys."""
 
 
 @cache
@@ -78,7 +76,6 @@ def read(path: Path) -> Read:
     spans: list[tuple[int, str]] = []
     defined: set[str] = set()
     used: set[str] = set()
-    fields: set[str] = set()
     prose: set[int] = set()  # docstrings, and strings standing alone as comments
     for node in ast.walk(module):  # a parent comes before its children
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
@@ -100,8 +97,6 @@ def read(path: Path) -> Read:
         elif isinstance(node, ast.alias):
             used.update(node.name.split("."))
             defined.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            fields.add(node.target.id)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             prose.add(id(node.value))
         elif shipped and isinstance(node, ast.Constant) and id(node) not in prose:
@@ -112,7 +107,6 @@ def read(path: Path) -> Read:
         spans=tuple(spans),
         defined=frozenset(defined),
         used=frozenset(used | defined),
-        fields=frozenset(fields),
     )
 
 
@@ -162,12 +156,12 @@ def vocabulary() -> frozenset[str]:
 
 @cache
 def config_keys() -> frozenset[str]:
-    """The table and key names of the configuration models (``hardware``, ``pin_factory``),
-    and the channels' (``[channels.telegram]``: each is named after its package)."""
-    settings = list(ROOT.glob("channels/*/settings.py"))
-    models = [*(ROOT / "bot" / "config").glob("*.py"), *settings]
-    fields = {field for path in models for field in read(path).fields}
-    return frozenset(fields | {path.parent.name for path in settings})
+    """The table and key names of the configuration (``hardware``, ``pin_factory``,
+    ``telegram`` of ``[channels.telegram]``), from the configuration reference."""
+    from bot.config.reference import tables
+
+    paths = [path for t in tables() for path in (t.path, *(e.path for e in t.entries))]
+    return frozenset(part for path in paths for part in path.split("."))
 
 
 def resolves(name: str) -> bool:
