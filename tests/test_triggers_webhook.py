@@ -174,6 +174,10 @@ async def test_a_firing_not_delivered_before_a_restart_arrives_once_after_it(
         assert answer.status_code == 202
         await asyncio.sleep(1.0)
     assert texts(telegram) == []
+    # The stop cut the send that waited to retry: nothing of the first daemon goes on
+    # to send the message again once the chat is back (its cancel came twice).
+    left = [t for t in asyncio.all_tasks() if "_send_and_mark" in repr(t.get_coro())]
+    assert left == []
     telegram.unreachable(False)
     async with daemon_with(tmp_path, llm, telegram) as daemon:
         await arrives(telegram, "Someone rang: across a restart")

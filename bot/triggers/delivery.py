@@ -30,6 +30,7 @@ RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 GIVE_UP_S = 86400.0
 SEND_GRACE_S = 1.0
+CUT_WAIT_S = 0.3  # how long a cut send may take to end
 Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
 
@@ -147,12 +148,7 @@ class Delivery:
         try:
             await asyncio.shield(sending)
         except asyncio.CancelledError:
-            # Stopping: a send under way gets a moment to finish and be marked; one still
-            # going (its chat is down and it waits to retry) is cut, and the firing stays
-            # pending for the next start. Nothing of it outlives the stop.
-            await asyncio.wait({sending}, timeout=SEND_GRACE_S)
-            sending.cancel()
-            sending.add_done_callback(_retrieved)
+            await _finish_or_cut(sending)
             raise
 
     async def _send_and_mark(self, trigger: Trigger, firing: Firing, text: str) -> None:
@@ -217,6 +213,32 @@ class Delivery:
             values["text"] = text
         await self._store.update(firing.id, **values)
         metrics.count_trigger(firing.trigger, status)
+
+
+async def _finish_or_cut(sending: asyncio.Future[None]) -> None:
+    """Stopping: a send under way gets ``SEND_GRACE_S`` to finish and be marked; one still
+    going (its chat is down and it waits to retry) is cut, and its firing stays pending
+    for the next start. Nothing of it outlives the stop.
+
+    The stop cancels the worker again while it waits (``cancel_all`` repeats its cancel),
+    so those cancels are held off until the grace is over; and the cut is repeated until
+    the send has ended, since Python 3.11 can swallow a cancel that meets a finished call.
+    """
+    loop = asyncio.get_running_loop()
+    grace_ends = loop.time() + SEND_GRACE_S
+    try:
+        while not sending.done() and (left := grace_ends - loop.time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({sending}, timeout=left)
+    finally:
+        sending.add_done_callback(_retrieved)
+        cut_ends = loop.time() + CUT_WAIT_S
+        while not sending.done() and loop.time() < cut_ends:
+            sending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({sending}, timeout=0.1)
+        if not sending.done():
+            sending.cancel()
 
 
 def _retrieved(task: asyncio.Future[None]) -> None:

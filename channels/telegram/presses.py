@@ -75,9 +75,12 @@ class PressHandler:
         """Let presses in flight finish for up to ``timeout_s``, then cancel the rest."""
         if not self._tasks:
             return
-        _, late = await asyncio.wait(set(self._tasks), timeout=timeout_s)
-        for task in late:
-            task.cancel()
+        try:
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+        finally:  # also when the stop cuts the wait short: no press outlives the channel
+            late = [task for task in self._tasks if not task.done()]
+            for task in late:
+                task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
 
     def _done(self, task: asyncio.Task[None]) -> None:
