@@ -10,7 +10,6 @@ race-safe helpers in a worker thread. Listing and searching live in
 from __future__ import annotations
 
 import asyncio
-import difflib
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
@@ -198,6 +197,8 @@ def _nearest(text: str, old_text: str) -> str:
             "it matches only if spaces, tabs or line breaks are ignored: copy the text "
             "exactly as file_read shows it, without the line numbers"
         )
+    import difflib  # only a snippet that does not match needs it
+
     wanted = next((line.strip() for line in old_text.splitlines() if line.strip()), "")
     lines = [line.strip() for line in _lines(text)[:MAX_HINT_LINES]]
     close = difflib.get_close_matches(wanted, lines, n=1, cutoff=0.6) if wanted else []

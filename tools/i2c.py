@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from bot.config import LoadedConfig
+from bot.config.hardware import I2C_MAX_TRANSFER
 from bot.core.tool_api import Tool, ToolContext, ToolFunction, tool
-from bot.hardware.i2c import MAX_TRANSFER, I2cBank, hex_address
 from bot.security.kit import SecurityKit
 
-if TYPE_CHECKING:  # the sensor drivers are loaded only when sensors are configured
+if TYPE_CHECKING:  # the drivers are loaded only when a bus or a sensor is configured
+    from bot.hardware.i2c import I2cBank
     from bot.hardware.sensors import SensorBank
 
 
@@ -62,12 +63,12 @@ Register = Annotated[
     BeforeValidator(_integer),
 ]
 Byte = Annotated[int, Field(ge=0x00, le=0xFF), BeforeValidator(_integer)]
-Length = Annotated[int, Field(ge=1, le=MAX_TRANSFER, description="how many bytes to read")]
+Length = Annotated[int, Field(ge=1, le=I2C_MAX_TRANSFER, description="how many bytes to read")]
 Data = Annotated[
     list[Byte],
     Field(
         min_length=1,
-        max_length=MAX_TRANSFER,
+        max_length=I2C_MAX_TRANSFER,
         description="bytes to write from the register on, each 0-255 (integers or hex strings)",
     ),
     BeforeValidator(_byte_list),
@@ -104,6 +105,8 @@ def make_tools(bank: I2cBank, sensors: SensorBank, call_timeout_s: float) -> lis
 
 
 def _scan_tool(bank: I2cBank, timeout_s: float) -> Tool:
+    from bot.hardware.i2c import hex_address
+
     buses = ", ".join(str(b) for b in bank.buses)
 
     async def i2c_scan(ctx: ToolContext, bus: Bus) -> str:
@@ -118,6 +121,8 @@ def _scan_tool(bank: I2cBank, timeout_s: float) -> Tool:
 
 
 def _raw_tools(bank: I2cBank, timeout_s: float) -> list[Tool]:
+    from bot.hardware.i2c import hex_address
+
     allowed = (
         f" Buses: {', '.join(str(b) for b in bank.buses)}; addresses: "
         f"{', '.join(hex_address(a) for a in bank.addresses)}. Addresses, registers and "
@@ -183,6 +188,7 @@ def build(loaded: LoadedConfig, security: SecurityKit) -> list[Tool]:
     hardware = loaded.config.hardware
     if not hardware.i2c.buses and not hardware.sensors:
         return []
+    from bot.hardware.i2c import I2cBank
     from bot.hardware.sensors import SensorBank
 
     bank = I2cBank(hardware)

@@ -3,7 +3,6 @@ one per problem, each naming its key."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import types
@@ -108,6 +107,8 @@ def _explain(error: ErrorDetails, root: type[BaseModel]) -> str:
 
 def _suggestion(error: ErrorDetails, root: type[BaseModel]) -> str | None:
     """The allowed key an unknown one is probably a typo of."""
+    import difflib  # only a config with an unknown key needs it
+
     allowed = _allowed_keys(root, error["loc"][:-1])
     hint = difflib.get_close_matches(str(error["loc"][-1]), allowed, n=1)
     return hint[0] if hint else None

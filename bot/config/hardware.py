@@ -18,6 +18,8 @@ from bot.core.durations import ScheduleError, parse_duration
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MIN_SAMPLE_S = 60.0
+I2C_MAX_TRANSFER = 32
+"""The longest SMBus block transfer the kernel accepts in one call."""
 
 
 class GpioDevice(Section):

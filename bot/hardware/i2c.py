@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.config.hardware import HardwareConfig
+from bot.config.hardware import I2C_MAX_TRANSFER, HardwareConfig
 from bot.core.errors import Refused, ToolError
 from bot.hardware.blocking import DeviceGate
 
@@ -29,8 +29,7 @@ DEVICE_PATH = "/dev/i2c-{bus}"
 
 FIRST_ADDRESS = 0x03
 LAST_ADDRESS = 0x77
-MAX_TRANSFER = 32
-"""The longest SMBus block transfer the kernel accepts in one call."""
+MAX_TRANSFER = I2C_MAX_TRANSFER
 
 _NO_ANSWER = frozenset({errno.EREMOTEIO, errno.ENXIO})
 # i2cdetect's "auto" mode reads (rather than quick-writes) these ranges: a quick

@@ -26,7 +26,6 @@ from bot.config.triggers import (
 )
 from bot.core.errors import UserError
 from bot.cron.jobs import parse_target
-from bot.hardware.sensors import QUANTITIES
 from bot.triggers.spec import Trigger, from_config
 
 
@@ -70,6 +69,8 @@ def _check_source(trigger: Trigger, kind: str, what: str, config: Config) -> Non
         if sensor is None:
             known = ", ".join(hardware.sensors) or "none"
             raise UserError(f"there is no sensor {name!r} in [hardware.sensors]; sensors: {known}")
+        from bot.hardware.sensors import QUANTITIES  # loaded only where sensors are named
+
         if quantity not in QUANTITIES[sensor.driver]:
             measured = ", ".join(QUANTITIES[sensor.driver])
             raise UserError(f"{name} measures {measured}, not {quantity!r}")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from aiohttp import web
@@ -29,15 +30,16 @@ from bot.agent.tool_registry import ToolRegistry
 from bot.config.hardware import HardwareConfig
 from bot.core.conversation import ToolCall
 from bot.core.errors import PinclawError, UserError
-from bot.hardware.chart import ChartsMissing, png_bytes
-from bot.hardware.gpio import GpioBank
-from bot.hardware.history import SensorHistory
 from bot.panel.actions import done, record_action
 from bot.panel.context import DEPS, panel_deps
 from bot.panel.render import render
 from bot.panel.router import PanelRouter
 from bot.panel.tool_calls import PanelCall, keep_calls, panel_calls, panel_context
 from tools.gpio import GpioTool
+
+if TYPE_CHECKING:  # the hardware modules load when a configuration has hardware
+    from bot.hardware.gpio import GpioBank
+    from bot.hardware.history import SensorHistory
 
 CHART_HOURS = 24.0
 SWITCH_TOOLS = ("gpio_write", "gpio_pwm")
@@ -192,6 +194,8 @@ async def chart(
     points = await history.series(sensor, quantity, start.timestamp())
     if not points:
         raise UserError(f"{sensor} has no {quantity} readings from the last {hours:g} h")
+    from bot.hardware.chart import ChartsMissing, png_bytes
+
     try:
         return await asyncio.to_thread(
             png_bytes,
