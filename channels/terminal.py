@@ -264,6 +264,9 @@ class TerminalReply:
     async def abandon(self, note: str) -> None:
         """Nothing to change: the terminal prints the /stop answer itself."""
 
+    async def withdraw(self) -> None:
+        """Nothing to take back: what was printed stays."""
+
 
 class Spinner:
     """A spinner on the current line while the model has not written yet; ``stop`` clears it."""

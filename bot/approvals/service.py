@@ -86,6 +86,8 @@ class ApprovalService:
         # Requests whose card is being posted: a decision in that instant (the card is
         # visible before its message id is stored) closes the card once the id is known.
         self._posting: dict[str, asyncio.Event] = {}
+        # Decisions taken in that instant, before the call's waiter exists: it takes them.
+        self._early: dict[str, ApprovalOutcome] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -118,6 +120,8 @@ class ApprovalService:
         approval_id, expires = record.id, record.expires_at
         waiter: asyncio.Future[ApprovalOutcome] = asyncio.get_running_loop().create_future()
         self._waiting[approval_id] = waiter
+        if (early := self._early.pop(approval_id, None)) is not None:
+            waiter.set_result(early)  # decided while its card was being posted
         try:
             async with asyncio.timeout(max(0.0, expires - self._clock())):
                 return await waiter
@@ -174,9 +178,12 @@ class ApprovalService:
             request.rule_key, request.risk, request.reason, text, request.inbound_id,
             now, expires, "pending", None, None, person_id,
         )  # fmt: skip
-        await self._store.add(record)
+        # Known as being posted from before it is stored: a decision in that instant is
+        # for a call that still waits (``_settle``).
         posted = self._posting[approval_id] = asyncio.Event()
+        ref = None
         try:
+            await self._store.add(record)
             choices = buttons(approval_id, request.risk, person)
             ref = await surface.post_approval(target, text, choices)
         except DeliveryError as exc:
@@ -188,6 +195,8 @@ class ApprovalService:
         finally:
             posted.set()
             self._posting.pop(approval_id, None)
+            if ref is None:  # not posted: no call will wait for a decision taken meanwhile
+                self._early.pop(approval_id, None)
         return replace(record, message_ref=ref)
 
     async def _private_refused(self, request: ApprovalRequest) -> None:
@@ -269,6 +278,8 @@ class ApprovalService:
         approval_id = record.id
         if record.status != "pending":
             return PressReply(f"Already decided: {_SETTLED.get(record.status, record.status)}.")
+        if approval_id not in self._waiting and approval_id not in self._posting:
+            return await self._orphaned(record)
         if choice in ("always", "person") and record.risk == "high":
             return PressReply("A high-risk call can only be allowed once.")
         whom = await self._name_of(record.person_id) if choice == "person" else ""
@@ -291,12 +302,32 @@ class ApprovalService:
         waiter = self._waiting.get(approval_id)
         if waiter is not None and not waiter.done():
             waiter.set_result(outcome)
+        elif approval_id in self._posting:  # its card is still being posted: the call waits next
+            self._early[approval_id] = outcome
         line = decision_line(status, by, _dt(now), self._zone, rule, whom)
         self._spawn(self._close(record, line))
         said = (
             _SAID[status] + (f" for {whom}" if whom else "") + (f" (rule #{rule})." if rule else "")
         )
         return PressReply(said)
+
+    async def _orphaned(self, record: StoredApproval) -> PressReply:
+        """A decision on a request nothing waits for any more: its turn was cut (``/stop``,
+        or PinClaw stopping) after it asked. Allowing it would run nothing, so it expires
+        now, as it would after a restart, and its turn is not run again."""
+        if await self._store.decide(record.id, "expired", "its turn was stopped", self._clock()):
+            log.info("approval %s for %s expired: its turn was stopped", record.id, record.tool)
+            if self._inbound is not None and record.inbound_id is not None:
+                note = "stopped while waiting for an approval"
+                await self._inbound.mark(record.inbound_id, "stopped", note)
+            line = decision_line(
+                "expired", "its turn was stopped before a decision", _dt(self._clock()), self._zone
+            )
+            self._spawn(self._close(record, line))
+        return PressReply(
+            "Nothing waits for this request any more (its turn was stopped), so "
+            "nothing ran. Ask again if you still want it."
+        )
 
     async def _name_of(self, person_id: int) -> str:
         """A person's name ("" for nobody, or without the people store)."""

@@ -265,6 +265,11 @@ class ReplySink(Protocol):
         replaced, reply text so far is kept above it); nothing new is posted. Never raises."""
         ...
 
+    async def withdraw(self) -> None:
+        """The turn was cut by PinClaw stopping and is answered again after the next start:
+        what is shown goes away, so that answer is the only one. Never raises."""
+        ...
+
 
 @runtime_checkable
 class StreamingChannel(Protocol):

@@ -21,18 +21,21 @@ Each piece is rendered for the platform and measured *after* rendering; a piece 
 grew past the limit (HTML escaping, mrkdwn links) is split again with a budget at
 least a tenth smaller, in a loop, so nothing recurses and nothing is dropped but
 whitespace at cuts. ``send_with_retries`` honours a platform's ``retry_after`` and
-backs off on network errors, and says why when it finally gives up.
+backs off on network errors, and says why when it finally gives up. ``finish_or_cut``
+lets a send under way when the stop cuts its task end and be recorded, briefly, so a
+message that went out is not sent again after the next start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bot.core.channel import DeliveryError
 from bot.core.error_text import short_text
@@ -46,6 +49,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Size = Callable[[str], int]
 MIN_LIMIT = 16
+# A send under way when the stop cuts its task gets this long to end and be recorded;
+# cutting one still going then takes at most ``CUT_WAIT_S``.
+SEND_GRACE_S = 0.5
+CUT_WAIT_S = 0.1
 _ZW = "\u200b"  # zero-width space: invisible, and no line starting with it is markup
 
 
@@ -281,3 +288,31 @@ async def send_with_retries(
 def _reason(exc: BaseException) -> str:
     text = short_text(str(exc))  # an error page as its status line, not the whole page
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def finish_or_cut(work: asyncio.Future[Any], grace_s: float) -> None:
+    """In a task the stop has just cancelled: let ``work`` (shielded from that cancel) end
+    within ``grace_s``, then cut it. Nothing of it outlives this call by more than
+    ``CUT_WAIT_S``; further cancels while it waits are held off until the grace is over,
+    and the cut is repeated until ``work`` has ended (a cancel can meet a finished call)."""
+    loop = asyncio.get_running_loop()
+    grace_ends = loop.time() + grace_s
+    try:
+        while not work.done() and (left := grace_ends - loop.time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({work}, timeout=left)
+    finally:
+        work.add_done_callback(_retrieved)
+        cut_ends = loop.time() + CUT_WAIT_S
+        while not work.done() and loop.time() < cut_ends:
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({work}, timeout=CUT_WAIT_S)
+        if not work.done():
+            work.cancel()
+
+
+def _retrieved(work: asyncio.Future[Any]) -> None:
+    """Read a cut task's outcome, so asyncio does not report it as never retrieved."""
+    if not work.cancelled() and (exc := work.exception()) is not None:
+        log.warning("a send cut by the stop ended with %s", type(exc).__name__)

@@ -160,6 +160,21 @@ class Draft:
         except Exception as exc:  # a stale draft is untidy, not a reason to fail the stop
             log.info("could not mark the draft of a stopped reply: %s", exc)
 
+    async def withdraw(self) -> None:
+        """The turn was cut by a stop and is answered again after the start: the draft, if
+        one is shown, is deleted, so the chat never shows half an answer above the whole
+        one (as when ``finish`` sends a reply anew). Never raises."""
+        self.close()
+        task, ref = self._task, self._ref
+        if task is not None:
+            await asyncio.wait({task})
+        if ref is None:
+            return
+        try:
+            await self._surface.delete(ref)
+        except Exception as exc:  # the answer after the start still comes; this is untidy
+            log.info("could not delete the draft of an interrupted reply: %s", exc)
+
     def _shows(self, message: OutboundMessage) -> bool:
         """Whether the draft already shows ``message`` whole (its first piece would need no
         edit and no piece follows)."""

@@ -52,6 +52,14 @@ class TurnRunner(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a run has to deliver, and the chat it goes to (None: not a chat)."""
+
+    chat: ChatTarget | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunOutcome:
     """How a run went, for the history: its status, what came out, where that went."""
 
@@ -78,21 +86,25 @@ class JobRunner:
         self._workspace = workspace
         self._zone = zone
 
-    async def run(self, job: CronJob) -> RunOutcome:
-        """Run ``job``; ``UserError`` (a plain reason) when it failed."""
+    async def prepare(self, job: CronJob) -> Prepared:
+        """Run ``job``'s turn or command; what it has to deliver. ``UserError`` (a plain
+        reason) when it failed."""
         chat = await self._outbox.resolve(job.target)
         if chat is not None:
             await self._outbox.ready(chat)
         message = _message(job, chat)
         if job.action == "shell":
-            text = await self._shell(job, message)
-        else:
-            text = await self._turn(job, message)
+            return Prepared(chat, await self._shell(job, message))
+        return Prepared(chat, await self._turn(job, message))
+
+    async def deliver(self, job: CronJob, prepared: Prepared) -> RunOutcome:
+        """Deliver what ``prepare`` made (not a ``NO_REPLY``); ``UserError`` if it could not."""
+        text = prepared.text
         if text.strip() == NO_REPLY:
             return RunOutcome("quiet", "replied NO_REPLY; nothing was sent")
         note = f"[Scheduled job #{job.id} '{job.name}' sent this message]"
         where = await self._outbox.deliver(
-            job.target, chat, text, source=f"cron:{job.name}", note=note
+            job.target, prepared.chat, text, source=f"cron:{job.name}", note=note
         )
         return RunOutcome("ok", text, where)
 

@@ -23,10 +23,11 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
 from bot.config.schedule import CronConfig
+from bot.core.delivery import SEND_GRACE_S, finish_or_cut
 from bot.core.errors import UserError, log_bug
 from bot.cron.jobs import schedule_of
 from bot.cron.outbox import Outbox
-from bot.cron.runs import JobRunner
+from bot.cron.runs import JobRunner, RunOutcome
 from bot.cron.schedule import make_trigger, misfire_decision, next_run, runs_between
 from bot.cron.store import CronJob, CronStore, RunStatus
 
@@ -231,27 +232,42 @@ class CronService:
         self._running.add(job.id)
         run_id = await self._store.start_run(job.id, scheduled_for)
         log.info("job #%d %r runs (%s)", job.id, job.name, why)
-        status: RunStatus = "failed"
-        delivered_to = ""
+        outcome = RunOutcome("failed", "")
+        delivering: asyncio.Future[RunOutcome] | None = None
+        extra = scheduled_for is None and why != "catch-up"
         try:
-            outcome = await self._runner.run(job)
-            status, summary, delivered_to = outcome.status, outcome.summary, outcome.delivered_to
+            prepared = await self._runner.prepare(job)
+            delivering = asyncio.ensure_future(self._runner.deliver(job, prepared))
+            outcome = await asyncio.shield(delivering)
         except asyncio.CancelledError:
-            await asyncio.shield(
-                self._store.finish_run(run_id, "interrupted", "stopped before it finished")
-            )
+            # Stopping: a message under way gets a moment to go out and its run to be
+            # recorded as done, so the catch-up after the start does not send it again.
+            if delivering is not None:
+                await finish_or_cut(delivering, SEND_GRACE_S)
+            if delivering is not None and _delivered(delivering):
+                await asyncio.shield(self._record(job, run_id, delivering.result(), extra))
+            else:
+                await asyncio.shield(
+                    self._store.finish_run(run_id, "interrupted", "stopped before it finished")
+                )
             raise
         except UserError as exc:
-            summary = str(exc)
+            outcome = RunOutcome("failed", str(exc))
         except Exception as exc:
-            summary = f"something went wrong (error id {log_bug(log, f'job #{job.id}', exc)})"
+            error_id = log_bug(log, f"job #{job.id}", exc)
+            outcome = RunOutcome("failed", f"something went wrong (error id {error_id})")
         finally:
             self._running.discard(job.id)
+        await self._record(job, run_id, outcome, extra)
+
+    async def _record(self, job: CronJob, run_id: int, outcome: RunOutcome, extra: bool) -> None:
+        """Write how a run went to its history and advance the job."""
+        status, summary, delivered_to = outcome.status, outcome.summary, outcome.delivered_to
         await self._store.finish_run(run_id, status, summary, delivered_to)
         if status != "failed":  # failures are logged with their reason below
             to = f", to {delivered_to}" if delivered_to else ""
             log.info("job #%d %r finished: %s%s", job.id, job.name, status, to)
-        await self._after(job, status, summary, scheduled_for is None and why != "catch-up")
+        await self._after(job, status, summary, extra)
 
     async def _after(self, job: CronJob, status: RunStatus, summary: str, extra: bool) -> None:
         """Advance the job after a run: next time, done, retry, or paused."""
@@ -303,6 +319,11 @@ class CronService:
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _delivered(delivering: asyncio.Future[RunOutcome]) -> bool:
+    """Whether a run's delivery ended with its message delivered (or nothing to send)."""
+    return delivering.done() and not delivering.cancelled() and delivering.exception() is None
 
 
 def _fingerprint(job: CronJob) -> tuple[object, ...]:

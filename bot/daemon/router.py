@@ -45,8 +45,8 @@ from bot.daemon.linking import Linking
 from bot.daemon.merging import Gatherer, pasted
 from bot.daemon.models import ChatModels
 from bot.daemon.quoting import with_quoted_sources
-from bot.daemon.sessions import STOP, Job, Scheduled, SessionRunner
-from bot.daemon.stopping import CANCEL_WAIT_S
+from bot.daemon.sessions import Job, Scheduled, SessionRunner
+from bot.daemon.stopping import CANCEL_WAIT_S, STOP, WITHDRAW_S, recorded, sent_unless_cut, within
 from bot.daemon.storage import StorageWatch, full_reason
 from bot.media.prepare import MediaIntake, TurnInput
 from bot.store.inbound import InboundStatus, InboundStore, StoredInbound
@@ -307,7 +307,8 @@ class Router:
 
     async def _command(self, job: Job, name: str, args: str) -> None:
         text = await self._commands.answer(job.message, name, args)
-        await self._finish([job], self._channels[job.message.channel], text)
+        channel = self._channels[job.message.channel]
+        await sent_unless_cut(asyncio.ensure_future(self._finish([job], channel, text)))
 
     async def _turn(self, jobs: list[Job]) -> None:
         if jobs[0].scheduled is not None:
@@ -330,6 +331,7 @@ class Router:
         message = jobs[-1].message
         channel = self._channels[message.channel]
         sink = channel.text_sink(message) if isinstance(channel, StreamingChannel) else None
+        sending: asyncio.Future[bool] | None = None
         try:
             async with channel.typing(message):
                 given = await self._take_in(jobs, channel)
@@ -344,7 +346,8 @@ class Router:
                     text = given.reply(answer)
                     if self._footer is not None and result is not None:
                         text = await self._footer.under(text, result.turn_id)
-                delivered = await self._finish(jobs, channel, text, sink)
+                sending = asyncio.ensure_future(self._finish(jobs, channel, text, sink))
+                delivered = await sent_unless_cut(sending)
                 voice = self._voice  # the reply said too, when [speech] asks (bot.daemon.voice)
                 if delivered and answer is not None and voice and voice.wanted(given.spoken):
                     await voice.say(channel, message, answer)
@@ -353,6 +356,9 @@ class Router:
                 await asyncio.shield(self._mark_stopped(jobs))
                 if sink is not None:  # a progress line shown would go on claiming to run
                     await asyncio.shield(sink.abandon(STOPPED))
+            elif sink is not None and not recorded(sending):
+                # Stopping before the reply went out: it comes whole after the next start.
+                await within(WITHDRAW_S, sink.withdraw(), "taking back a reply's draft")
             raise
         finally:
             if sink is not None:

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.core.messages import InboundMessage, SessionKey
-from bot.daemon.stopping import CANCEL_WAIT_S
+from bot.daemon.stopping import CANCEL_WAIT_S, STOP
 
 log = logging.getLogger(__name__)
 
-STOP = "stopped by the user"
 SHUTDOWN = "interrupted by shutdown"
 
 

@@ -14,6 +14,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Iterable
 
+from bot.core.delivery import SEND_GRACE_S, finish_or_cut
+
 log = logging.getLogger(__name__)
 
 # After the turns: the most the rest of the stop may take (the issue's bound is
@@ -22,6 +24,11 @@ CLOSE_S = 1.5
 CHANNELS_S = 0.5  # of which the channels get at least this (approval records get the rest)
 # How long a cancelled task gets for its own clean-up before it is left behind.
 CANCEL_WAIT_S = 1.0
+STOP = "stopped by the user"  # why /stop cancels a turn (``bot.daemon.sessions``)
+# Of that, a turn cut by the stop gives a reply already being sent ``SEND_GRACE_S`` (with
+# ``CUT_WAIT_S`` to cut one still going; ``bot.core.delivery``), or takes at most this
+# long to take back the draft it showed.
+WITHDRAW_S = 0.3
 
 
 async def within(seconds: float, work: Awaitable[object], what: str) -> bool:
@@ -49,3 +56,24 @@ async def cancel_within(tasks: Iterable[asyncio.Task[object]], seconds: float) -
     if late:
         await asyncio.wait(late, timeout=0.1)
     return sorted(task.get_name() for task in late)
+
+
+async def sent_unless_cut(sending: asyncio.Future[bool]) -> bool:
+    """Whether ``sending`` (the router's ``_finish``) delivered the reply. When the stop
+    cuts the turn meanwhile, a reply already under way gets ``SEND_GRACE_S`` to go out and be
+    recorded, so it is not sent again after the next start; one still going then (its
+    chat is down) is cut, and its messages are answered after the start. ``/stop`` cuts
+    it at once."""
+    try:
+        return await asyncio.shield(sending)
+    except asyncio.CancelledError as exc:
+        stopped = bool(exc.args) and exc.args[0] == STOP
+        await finish_or_cut(sending, 0.0 if stopped else SEND_GRACE_S)
+        raise
+
+
+def recorded(sending: asyncio.Future[bool] | None) -> bool:
+    """Whether a delivery ended and recorded how it went (the messages are settled)."""
+    if sending is None or not sending.done() or sending.cancelled():
+        return False
+    return sending.exception() is None

@@ -4,7 +4,8 @@ Firings are read from the store in order. A ``say`` is sent at once; an ``ask``
 runs its turn in a task of its own (turns may wait for an approval). A chat that
 cannot take a message now keeps it pending and tried again with a growing wait,
 and at once when its channel reconnects, for up to ``GIVE_UP_S``; the pending
-rows are what a restart delivers. A send under way is not cut by a stop.
+rows are what a restart delivers. A send under way when the stop comes gets a
+moment to end and be marked (``bot.core.delivery.finish_or_cut``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from bot.core import metrics
+from bot.core.delivery import SEND_GRACE_S, finish_or_cut
 from bot.core.errors import UserError, log_bug
 from bot.cron.runs import NO_REPLY
 from bot.triggers.actions import Actions, Undelivered
@@ -29,8 +31,6 @@ log = logging.getLogger(__name__)
 RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 GIVE_UP_S = 86400.0
-SEND_GRACE_S = 1.0
-CUT_WAIT_S = 0.3  # how long a cut send may take to end
 Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
 
@@ -142,13 +142,13 @@ class Delivery:
         if text.strip() == NO_REPLY:
             await self._finish(firing, "sent", where="(nothing: NO_REPLY)", text=text)
             return
-        # A send under way is not cut by a stop: it finishes and is marked (within
+        # A send under way when the stop comes finishes and is marked (within
         # SEND_GRACE_S), so a message that went out is not sent again after the start.
         sending = asyncio.ensure_future(self._send_and_mark(trigger, firing, text))
         try:
             await asyncio.shield(sending)
         except asyncio.CancelledError:
-            await _finish_or_cut(sending)
+            await finish_or_cut(sending, SEND_GRACE_S)
             raise
 
     async def _send_and_mark(self, trigger: Trigger, firing: Firing, text: str) -> None:
@@ -213,35 +213,3 @@ class Delivery:
             values["text"] = text
         await self._store.update(firing.id, **values)
         metrics.count_trigger(firing.trigger, status)
-
-
-async def _finish_or_cut(sending: asyncio.Future[None]) -> None:
-    """Stopping: a send under way gets ``SEND_GRACE_S`` to finish and be marked; one still
-    going (its chat is down and it waits to retry) is cut, and its firing stays pending
-    for the next start. Nothing of it outlives the stop.
-
-    The stop cancels the worker again while it waits (``cancel_all`` repeats its cancel),
-    so those cancels are held off until the grace is over; and the cut is repeated until
-    the send has ended, since Python 3.11 can swallow a cancel that meets a finished call.
-    """
-    loop = asyncio.get_running_loop()
-    grace_ends = loop.time() + SEND_GRACE_S
-    try:
-        while not sending.done() and (left := grace_ends - loop.time()) > 0:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({sending}, timeout=left)
-    finally:
-        sending.add_done_callback(_retrieved)
-        cut_ends = loop.time() + CUT_WAIT_S
-        while not sending.done() and loop.time() < cut_ends:
-            sending.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({sending}, timeout=0.1)
-        if not sending.done():
-            sending.cancel()
-
-
-def _retrieved(task: asyncio.Future[None]) -> None:
-    """Read a cut send's outcome, so asyncio does not report it as never retrieved."""
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.warning("a trigger message's send ended with %s while stopping", type(exc).__name__)

@@ -13,7 +13,7 @@ restart still work. A RESUME may replay an interaction; its id is remembered
 for a while, so the core hears each tap once. Whatever goes wrong, the tapper
 gets a sentence, never "This interaction failed". Presses still being handled
 when the client closes get a moment to finish (``drain``), so their answers
-are not cut off by the closing connection.
+are not cut off by the closing connection; what is still running then is cancelled.
 """
 
 from __future__ import annotations
@@ -58,9 +58,16 @@ class Presses:
             self._running.discard(task)
 
     async def drain(self, timeout_s: float) -> None:
-        """Give presses being handled up to ``timeout_s`` to finish."""
-        if self._running:
+        """Give presses being handled up to ``timeout_s`` to finish, then cancel the rest."""
+        if not self._running:
+            return
+        try:
             await asyncio.wait(set(self._running), timeout=timeout_s)
+        finally:  # also when the stop cuts the wait short: no press outlives the channel
+            late = [task for task in self._running if not task.done()]
+            for task in late:
+                task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     async def _handle(self, interaction: Interaction, inbox: Inbox | None) -> None:
         data: dict[str, Any] = dict(interaction.data or {})

@@ -117,11 +117,14 @@ class Presses:
         """Let presses in progress finish (for ``PRESS_DRAIN_S``), then cancel the rest."""
         if not self._tasks:
             return
-        _, pending = await asyncio.wait(set(self._tasks), timeout=PRESS_DRAIN_S)
-        for task in pending:
-            log.warning("gave up on %s: the Slack channel is stopping", task.get_name())
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        try:
+            await asyncio.wait(set(self._tasks), timeout=PRESS_DRAIN_S)
+        finally:  # also when the stop cuts the wait short: no press outlives the channel
+            late = [task for task in self._tasks if not task.done()]
+            for task in late:
+                log.warning("gave up on %s: the Slack channel is stopping", task.get_name())
+                task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     async def _handle(self, found: Pressed) -> None:
         name = await self._directory.user_name(found.user_id)
