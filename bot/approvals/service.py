@@ -315,15 +315,13 @@ class ApprovalService:
         """A decision on a request nothing waits for any more: its turn was cut (``/stop``,
         or PinClaw stopping) after it asked. Allowing it would run nothing, so it expires
         now, as it would after a restart, and its turn is not run again."""
-        if await self._store.decide(record.id, "expired", "its turn was stopped", self._clock()):
+        if await self._expire(
+            record,
+            "its turn was stopped",
+            "stopped while waiting for an approval",
+            "its turn was stopped before a decision",
+        ):
             log.info("approval %s for %s expired: its turn was stopped", record.id, record.tool)
-            if self._inbound is not None and record.inbound_id is not None:
-                note = "stopped while waiting for an approval"
-                await self._inbound.mark(record.inbound_id, "stopped", note)
-            line = decision_line(
-                "expired", "its turn was stopped before a decision", _dt(self._clock()), self._zone
-            )
-            self._spawn(self._close(record, line))
         return PressReply(
             "Nothing waits for this request any more (its turn was stopped), so "
             "nothing ran. Ask again if you still want it."
@@ -347,16 +345,33 @@ class ApprovalService:
     async def expire_leftovers(self) -> None:
         """Mark requests left open by a stop expired, so their turns are not re-run."""
         for record in await self._store.pending():
-            if not await self._store.decide(record.id, "expired", "restart", self._clock()):
-                continue
-            log.info("approval %s for %s expired: PinClaw restarted", record.id, record.tool)
-            if self._inbound is not None and record.inbound_id is not None:
-                note = "PinClaw stopped while waiting for an approval"
-                await self._inbound.mark(record.inbound_id, "stopped", note)
-            line = decision_line(
-                "expired", "PinClaw restarted before a decision", _dt(self._clock()), self._zone
-            )
-            self._spawn(self._close(record, line, wait_connected=True))
+            if await self._expire(
+                record,
+                "restart",
+                "PinClaw stopped while waiting for an approval",
+                "PinClaw restarted before a decision",
+                wait_connected=True,
+            ):
+                log.info("approval %s for %s expired: PinClaw restarted", record.id, record.tool)
+
+    async def _expire(
+        self,
+        record: StoredApproval,
+        why: str,
+        note: str,
+        shown: str,
+        *,
+        wait_connected: bool = False,
+    ) -> bool:
+        """Mark ``record`` expired for ``why`` (False if it was decided meanwhile), its
+        message stopped with ``note``, and its card closed saying ``shown``."""
+        if not await self._store.decide(record.id, "expired", why, self._clock()):
+            return False
+        if self._inbound is not None and record.inbound_id is not None:
+            await self._inbound.mark(record.inbound_id, "stopped", note)
+        line = decision_line("expired", shown, _dt(self._clock()), self._zone)
+        self._spawn(self._close(record, line, wait_connected=wait_connected))
+        return True
 
     async def drain(self) -> None:
         """Wait for pending message edits."""

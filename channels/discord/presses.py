@@ -27,6 +27,7 @@ import discord
 
 from bot.core.channel import DeliveryError, Inbox, PressReply, ShuttingDown
 from bot.core.delivery import send_with_retries
+from bot.core.drain import drain
 from bot.core.errors import bug_message, log_bug
 from channels.discord.events import press_from
 from channels.discord.send import classify, pieces
@@ -59,15 +60,7 @@ class Presses:
 
     async def drain(self, timeout_s: float) -> None:
         """Give presses being handled up to ``timeout_s`` to finish, then cancel the rest."""
-        if not self._running:
-            return
-        try:
-            await asyncio.wait(set(self._running), timeout=timeout_s)
-        finally:  # also when the stop cuts the wait short: no press outlives the channel
-            late = [task for task in self._running if not task.done()]
-            for task in late:
-                task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await drain(self._running, timeout_s)  # no press outlives the channel
 
     async def _handle(self, interaction: Interaction, inbox: Inbox | None) -> None:
         data: dict[str, Any] = dict(interaction.data or {})

@@ -31,6 +31,7 @@ from typing import Any
 
 from bot.core.channel import ButtonPress, DeliveryError, Inbox, PressReply, ShuttingDown
 from bot.core.delivery import send_with_retries
+from bot.core.drain import drain
 from bot.core.errors import UserError, bug_message, log_bug
 from bot.core.pacing import Pacer
 from channels.slack.client import SlackWeb
@@ -115,16 +116,8 @@ class Presses:
 
     async def close(self) -> None:
         """Let presses in progress finish (for ``PRESS_DRAIN_S``), then cancel the rest."""
-        if not self._tasks:
-            return
-        try:
-            await asyncio.wait(set(self._tasks), timeout=PRESS_DRAIN_S)
-        finally:  # also when the stop cuts the wait short: no press outlives the channel
-            late = [task for task in self._tasks if not task.done()]
-            for task in late:
-                log.warning("gave up on %s: the Slack channel is stopping", task.get_name())
-                task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        for task in await drain(self._tasks, PRESS_DRAIN_S):  # none outlives the channel
+            log.warning("gave up on %s: the Slack channel is stopping", task.get_name())
 
     async def _handle(self, found: Pressed) -> None:
         name = await self._directory.user_name(found.user_id)

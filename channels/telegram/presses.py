@@ -26,6 +26,7 @@ from telegram import CallbackQuery
 
 from bot.core.channel import ChannelStatus, DeliveryError, Inbox, PressReply, ShuttingDown
 from bot.core.delivery import send_with_retries
+from bot.core.drain import drain
 from bot.core.errors import bug_message, log_bug
 from channels.telegram.client import TelegramClient, classify
 from channels.telegram.events import press_of
@@ -73,15 +74,7 @@ class PressHandler:
 
     async def drain(self, timeout_s: float) -> None:
         """Let presses in flight finish for up to ``timeout_s``, then cancel the rest."""
-        if not self._tasks:
-            return
-        try:
-            await asyncio.wait(set(self._tasks), timeout=timeout_s)
-        finally:  # also when the stop cuts the wait short: no press outlives the channel
-            late = [task for task in self._tasks if not task.done()]
-            for task in late:
-                task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await drain(self._tasks, timeout_s)  # no press outlives the channel
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
