@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 import pytest
 
 from bot.approvals.approvers import Approvers
-from bot.approvals.store import ApprovalStore
+from bot.approvals.store import ApprovalStore, StoredApproval
 from bot.approvals.texts import action_id, parse_action
-from bot.config import LoadedConfig, parse_config
+from bot.config import LoadedConfig, load_config, parse_config
 from bot.config.channel import ChannelSettings
 from bot.core.channel import ButtonPress, ChatTarget
 from bot.core.messages import InboundMessage
@@ -26,8 +27,10 @@ from bot.daemon.access import AccessControl
 from bot.daemon.app import App, open_app
 from bot.daemon.approvals import approval_service
 from bot.daemon.router import Router
+from bot.daemon.run_lock import data_dir_lock, held_elsewhere
 from bot.store.inbound import InboundStore
 from bot.store.pairing import PairingStore
+from tests.cli_helpers import local_config, run, write_config
 from tests.fake_channel import FakeChannel
 from tests.fake_llm import CallTools, FakeLLM, Say
 
@@ -419,3 +422,41 @@ async def test_a_job_without_a_chat_asks_the_owner_privately(
     assert target == ChatTarget("test", "dm-ana")
     assert await d.press("1", "once") == "Allowed once."
     assert (await turn).text == "Done."
+
+
+async def test_a_terminal_chat_beside_a_running_daemon_leaves_its_requests_open(
+    llm: FakeLLM, home: Path
+) -> None:
+    """``pinclaw chat`` expires requests a stopped run left open, but not those of a
+    daemon running beside it, whose turns still wait for a tap."""
+    data = home / ".pinclaw"
+    config_file = write_config(home, local_config(llm.url, f'[general]\ndata_dir = "{data}"\n'))
+    loaded = load_config(config_file, {})
+    assert loaded.data_dir == data
+    async with open_app(loaded) as app:
+        store = ApprovalStore(app.db)
+        await store.setup()
+        now = time.time()
+        await store.add(
+            StoredApproval(
+                "a1", "telegram", "7001", None, "telegram", "7001", None, "12", "7001",
+                "chat", "shell", "mkdir build", "shell:mkdir", "medium", "", "text", None,
+                now, now + 600, "pending", None, None,
+            )
+        )  # fmt: skip
+
+    async def status() -> str:
+        async with open_app(loaded) as app:
+            record = await ApprovalStore(app.db).get("a1")
+            assert record is not None
+            return record.status
+
+    with data_dir_lock(loaded.data_dir):  # the daemon's lock, as `pinclaw run` holds it
+        assert held_elsewhere(loaded.data_dir)
+        done = await asyncio.to_thread(run, home, "chat", stdin="/quit\n")
+        assert done.returncode == 0, done.stderr
+    assert await status() == "pending"
+    assert not held_elsewhere(loaded.data_dir)
+    done = await asyncio.to_thread(run, home, "chat", stdin="/quit\n")
+    assert done.returncode == 0, done.stderr
+    assert await status() == "expired"

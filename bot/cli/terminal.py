@@ -57,6 +57,7 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
     from bot.daemon.files_out import file_outlet
     from bot.daemon.models import ChatModels
     from bot.daemon.router import Router
+    from bot.daemon.run_lock import held_elsewhere
     from bot.daemon.usage_footer import usage_footer
     from bot.store.inbound import InboundStore
     from bot.store.kv import KeyValueStore
@@ -72,7 +73,11 @@ async def run_chat(loaded: LoadedConfig, session: str) -> int:
         channel = TerminalChannel(chat_id=session, user=user, stream=loaded.config.agent.stream)
         app.agent.send_files_with(file_outlet({channel.name: channel}))
         approvers = Approvers({}, local={channel.name: [user]})
-        approvals = await approval_service(app, loaded, {channel.name: channel}, approvers)
+        # A daemon running beside has requests of its own open: they are not leftovers.
+        alone = not held_elsewhere(loaded.data_dir)
+        approvals = await approval_service(
+            app, loaded, {channel.name: channel}, approvers, expire_leftovers=alone
+        )
         assert app.client is not None, "open_app gives every App its client"
         router = Router(
             agent=app.agent,

@@ -19,8 +19,11 @@ async def approval_service(
     channels: Mapping[str, Channel],
     approvers: Approvers,
     inbound: InboundStore | None = None,
+    *,
+    expire_leftovers: bool = True,
 ) -> ApprovalService:
-    """The service, with requests left open by a previous run expired, set on the gate."""
+    """The service, set on the gate, with requests left open by a previous run expired
+    (``expire_leftovers``: not while a daemon runs beside, whose turns still wait)."""
     store = ApprovalStore(app.db)
     await store.setup()
     service = ApprovalService(
@@ -32,6 +35,7 @@ async def approval_service(
         inbound=inbound,
         people=app.people,
     )
-    await service.expire_leftovers()
+    if expire_leftovers:
+        await service.expire_leftovers()
     app.gate.set_approver(service)
     return service

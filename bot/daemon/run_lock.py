@@ -41,3 +41,18 @@ def data_dir_lock(data_dir: Path, *, purpose: str = "run") -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing lets go of the lock
+
+
+def held_elsewhere(data_dir: Path) -> bool:
+    """Whether a daemon holds the data folder's lock now (``pinclaw chat`` beside it)."""
+    try:
+        fd = os.open(data_dir / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False  # no lock file: no daemon has run here
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing lets go of a lock taken here
+    return False
