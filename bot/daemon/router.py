@@ -49,7 +49,7 @@ from bot.daemon.sessions import Job, Scheduled, SessionRunner
 from bot.daemon.stopping import CANCEL_WAIT_S, STOP, WITHDRAW_S, recorded, sent_unless_cut, within
 from bot.daemon.storage import StorageWatch, full_reason
 from bot.media.prepare import MediaIntake, TurnInput
-from bot.store.inbound import InboundStatus, InboundStore, StoredInbound
+from bot.store.inbound import InboundStatus, InboundStore, sort_pending
 from bot.store.pairing import PairingStore
 
 if TYPE_CHECKING:  # loaded only when [speech] or [agent] usage_footer is set up
@@ -237,18 +237,8 @@ class Router:
         Each channel is waited for once (up to ``channel_timeout_s``) before its
         messages are queued, so replies do not go out while it is still connecting.
         """
-        max_age = self._settings.max_message_age_s
-        answer: dict[str, list[StoredInbound]] = {}
-        skipped: list[tuple[StoredInbound, str]] = []
-        for stored in await self._inbound.pending():
-            message = stored.message
-            age = message.age()
-            if message.channel not in self._channels:
-                skipped.append((stored, "its channel is not enabled"))
-            elif max_age and age > max_age:
-                skipped.append((stored, f"it is {age:.0f} s old"))
-            else:
-                answer.setdefault(message.channel, []).append(stored)
+        pending = await self._inbound.pending()
+        answer, skipped = sort_pending(pending, self._channels, self._settings.max_message_age_s)
         # What their senders send meanwhile waits for them (a split paste's last part).
         self._gather.expect(stored.message for group in answer.values() for stored in group)
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -166,3 +166,22 @@ class InboundStore:
             [value for account in accounts for value in account],
         )
         return next(((str(row[0]), str(row[1])) for row in rows), None)
+
+
+def sort_pending(
+    pending: Sequence[StoredInbound], channels: Collection[str], max_age_s: float
+) -> tuple[dict[str, list[StoredInbound]], list[tuple[StoredInbound, str]]]:
+    """Messages left pending by a stop or crash: those to answer, by channel, and those
+    skipped, with why (a channel no longer enabled, older than ``max_age_s``; 0: no limit)."""
+    answer: dict[str, list[StoredInbound]] = {}
+    skipped: list[tuple[StoredInbound, str]] = []
+    for stored in pending:
+        message = stored.message
+        age = message.age()
+        if message.channel not in channels:
+            skipped.append((stored, "its channel is not enabled"))
+        elif max_age_s and age > max_age_s:
+            skipped.append((stored, f"it is {age:.0f} s old"))
+        else:
+            answer.setdefault(message.channel, []).append(stored)
+    return answer, skipped
