@@ -122,6 +122,20 @@ def logged(caplog: pytest.LogCaptureFixture, needle: str) -> Callable[[], bool]:
     return lambda: any(needle in record.getMessage() for record in caplog.records)
 
 
+async def send_fails_once(
+    llm: FakeLLM,
+    gate: threading.Event,
+    outage: Callable[[bool], object],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once the model is asked: the chat goes down, the model answers (``gate``), and the
+    first send fails, so it waits to retry when the daemon stops."""
+    await asyncio.to_thread(llm.wait_requests, 1)
+    outage(True)
+    gate.set()
+    await until(logged(caplog, "; retry 1 in"))
+
+
 def reminder() -> CronJob:
     """A one-off agent job for Ada's Telegram chat, due in a second."""
     request = JobRequest(
@@ -185,10 +199,7 @@ async def test_a_chat_reply_retrying_at_the_stop_arrives_once_after_the_restart(
     async with running_daemon(tmp_path, llm, channels) as daemon:
         assert await daemon.channels[chat.name].status.wait_connected(30)
         chat.send("what is the answer?")
-        await asyncio.to_thread(llm.wait_requests, 1)
-        chat.outage(True)
-        gate.set()
-        await until(logged(caplog, "; retry 1 in"))
+        await send_fails_once(llm, gate, chat.outage, caplog)
     assert leftover_tasks() == []
     assert chat.replies() == []
     chat.outage(False)
@@ -213,10 +224,7 @@ async def test_a_job_whose_delivery_retries_at_the_stop_arrives_once_after_the_r
         cron = jobs(daemon)
         await cron.store.add(reminder())
         await cron.sync()
-        await asyncio.to_thread(llm.wait_requests, 1)
-        telegram.unreachable(True)
-        gate.set()
-        await until(logged(caplog, "; retry 1 in"))
+        await send_fails_once(llm, gate, telegram.unreachable, caplog)
     assert leftover_tasks() == []
     assert texts(telegram) == []
     telegram.unreachable(False)
@@ -245,10 +253,7 @@ async def test_a_heartbeat_message_retrying_at_the_stop_is_never_sent_twice(
     beat = {"interval": "1s", "target": f"telegram:{OWNER}"}
     async with running_daemon(tmp_path, llm, channels, tables={"heartbeat": beat}) as daemon:
         assert await daemon.channels["telegram"].status.wait_connected(30)
-        await asyncio.to_thread(llm.wait_requests, 1)
-        telegram.unreachable(True)
-        gate.set()
-        await until(logged(caplog, "; retry 1 in"))
+        await send_fails_once(llm, gate, telegram.unreachable, caplog)
     assert leftover_tasks() == []
     assert texts(telegram) == []
     telegram.unreachable(False)
